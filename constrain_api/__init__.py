@@ -1,0 +1,93 @@
+"""constrain-api: one API for constrained decoding, backends as plugins.
+
+    >>> import constrain_api as ca
+    >>> vocab = ca.Vocabulary.from_list([b"a", b"b", b"ab"], eos=...)
+    >>> backend = ca.get("naive")
+    >>> checker = backend.compile(ca.Regex("(ab)+"), vocab).checker()
+
+See ``docs/architecture.md`` for the layers and the protocol contracts.
+"""
+
+from .base import BaseBackend, BaseCompiled, StateChecker
+from .errors import (
+    BackendNotFound,
+    CompileLimitExceeded,
+    ConstrainError,
+    ConstraintError,
+    TokenRejected,
+    UnsupportedConstraint,
+)
+from .hookspecs import hookimpl
+from .masks import (
+    SpecialBits,
+    TokenMask,
+    allocate_bitmask,
+    allocate_bitmask_tensor,
+    apply_bitmask_,
+    bitmask_from_bool,
+    bitmask_to_bool,
+    bitmask_words,
+    row_view,
+)
+from .protocols import (
+    FEATURE_BATCH_FILL,
+    FEATURE_PROPOSE,
+    Backend,
+    Capabilities,
+    Checker,
+    Compiled,
+    CompileStats,
+)
+from .registry import BackendInfo, PluginError, Registry, available, get, plugin_errors, register
+from .specs import Choice, Constraint, Grammar, JsonSchema, Regex, Where
+from .trie import TokenTrie
+from .vocabulary import Vocabulary, llama3_special_tokens
+from .workloads import Workload
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FEATURE_BATCH_FILL",
+    "FEATURE_PROPOSE",
+    "Backend",
+    "BackendInfo",
+    "BackendNotFound",
+    "BaseBackend",
+    "BaseCompiled",
+    "Capabilities",
+    "Checker",
+    "Choice",
+    "CompileLimitExceeded",
+    "CompileStats",
+    "Compiled",
+    "ConstrainError",
+    "Constraint",
+    "ConstraintError",
+    "Grammar",
+    "JsonSchema",
+    "PluginError",
+    "Regex",
+    "Registry",
+    "SpecialBits",
+    "StateChecker",
+    "TokenMask",
+    "TokenRejected",
+    "TokenTrie",
+    "UnsupportedConstraint",
+    "Vocabulary",
+    "Where",
+    "Workload",
+    "allocate_bitmask",
+    "allocate_bitmask_tensor",
+    "apply_bitmask_",
+    "available",
+    "bitmask_from_bool",
+    "bitmask_to_bool",
+    "bitmask_words",
+    "get",
+    "hookimpl",
+    "llama3_special_tokens",
+    "plugin_errors",
+    "register",
+    "row_view",
+]

@@ -1,0 +1,5 @@
+"""``python -m constrain_api`` is the ``constrain`` command."""
+
+from .cli import main
+
+raise SystemExit(main())

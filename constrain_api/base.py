@@ -1,0 +1,233 @@
+"""Base classes that implement the protocol bookkeeping once, for plugin authors.
+
+A backend whose per-sequence state is an immutable value (an automaton
+state, a parser configuration) subclasses :class:`StateChecker` and writes
+four small methods; rollback, fork, atomic updates, EOS and special tokens,
+``validate`` and ``accepts`` come from here and behave identically in every
+backend. Backends with mutable incremental state implement the
+:class:`~constrain_api.protocols.Checker` protocol directly instead.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import numpy as np
+
+from .errors import TokenRejected, UnsupportedConstraint
+from .masks import SpecialBits, TokenMask, allocate_bitmask, row_view
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .protocols import Capabilities, Checker, CompileStats
+    from .specs import Constraint
+    from .vocabulary import Vocabulary
+
+S = TypeVar("S")
+
+#: The state after an accepted EOS: nothing more is allowed.
+_TERMINATED = object()
+
+
+class BaseCompiled(ABC):
+    """Holds ``spec``, ``vocab``, ``stats`` and the vocabulary's special bits;
+    ``fill_masks`` loops over ``fill_mask`` (override it to batch)."""
+
+    def __init__(self, spec: Constraint, vocab: Vocabulary, stats: CompileStats):
+        self.spec = spec
+        self.vocab = vocab
+        self.stats = stats
+        self.special_bits = SpecialBits(vocab)
+
+    @abstractmethod
+    def checker(self) -> Checker:
+        """A new checker in the start state."""
+
+    def fill_masks(self, checkers: Sequence[Checker], bitmask: Any) -> None:
+        """Row ``i`` of ``bitmask`` gets the mask of ``checkers[i]``."""
+        for i, checker in enumerate(checkers):
+            checker.fill_mask(bitmask, i)
+
+
+class StateChecker(ABC, Generic[S]):
+    """A checker whose state is an immutable value ``S``, kept on a stack.
+
+    Subclasses implement :meth:`start_state`, :meth:`advance`,
+    :meth:`fill_state` and :meth:`state_accepting` (and may override
+    :meth:`state_allows` and :meth:`state_finished` with cheaper versions).
+    ``max_rollback`` bounds the history kept (``None``: everything).
+    """
+
+    def __init__(self, compiled: BaseCompiled, max_rollback: int | None = None):
+        self.compiled = compiled
+        self.vocab = compiled.vocab
+        self._special_bits = compiled.special_bits
+        self._max_rollback = max_rollback
+        self.init()
+
+    # -- what a subclass provides ------------------------------------------------
+    @abstractmethod
+    def start_state(self) -> S:
+        """The state for the empty text."""
+
+    @abstractmethod
+    def advance(self, state: S, token_id: int) -> S | None:
+        """The state after the normal token ``token_id``, or ``None`` if not allowed."""
+
+    @abstractmethod
+    def fill_state(self, state: S, row: np.ndarray) -> None:
+        """Overwrite ``row`` (1-D int32 words) with the normal tokens allowed in
+        ``state``. EOS, special and padding bits are fixed up afterwards."""
+
+    @abstractmethod
+    def state_accepting(self, state: S) -> bool:
+        """Whether the text that led to ``state`` is in the language."""
+
+    def state_allows(self, state: S, token_id: int) -> bool:
+        """Whether the normal token is allowed; default: try to advance."""
+        return self.advance(state, token_id) is not None
+
+    def state_finished(self, state: S) -> bool:
+        """Whether no normal token is allowed; default: fill a scratch row."""
+        scratch = allocate_bitmask(1, self.vocab.size)[0]
+        self.fill_state(state, scratch)
+        self._special_bits.finish_row(scratch, accepting=False)
+        return not scratch.any()
+
+    # -- the Checker protocol ----------------------------------------------------
+    @property
+    def state(self) -> S:
+        """The current state (``None``-like sentinel after EOS is internal)."""
+        return self._stack[-1]
+
+    @property
+    def terminated(self) -> bool:
+        """Whether an EOS token has been accepted."""
+        return self._stack[-1] is _TERMINATED
+
+    def init(self) -> None:
+        """Back to the start state; the history is cleared."""
+        maxlen = None if self._max_rollback is None else self._max_rollback + 1
+        self._stack: deque = deque([self.start_state()], maxlen=maxlen)
+
+    def _step(self, state: Any, token_id: int) -> Any:
+        """The next state, or ``None`` when ``token_id`` is not allowed."""
+        if state is _TERMINATED or not 0 <= token_id < self.vocab.size:
+            return None
+        if token_id in self.vocab.eos_ids:
+            return _TERMINATED if self.state_accepting(state) else None
+        if token_id in self.vocab.special_ids:
+            return None
+        return self.advance(state, token_id)
+
+    def update(self, token_ids: Sequence[int]) -> None:
+        """Accept ``token_ids`` atomically; ``TokenRejected`` leaves the state unchanged."""
+        if isinstance(token_ids, int | np.integer):
+            raise TypeError("update takes a sequence of token ids; wrap one id in a list")
+        states = []
+        state = self._stack[-1]
+        for index, token_id in enumerate(token_ids):
+            state = self._step(state, int(token_id))
+            if state is None:
+                raise TokenRejected(int(token_id), index, self._reject_reason(token_id))
+            states.append(state)
+        self._stack.extend(states)
+
+    def _reject_reason(self, token_id: int) -> str:
+        if not 0 <= token_id < self.vocab.size:
+            return f"outside the vocabulary of {self.vocab.size}"
+        if token_id in self.vocab.eos_ids:
+            return "EOS before the text is complete"
+        if token_id in self.vocab.special_ids:
+            return "special tokens are never allowed"
+        return "not allowed by the constraint"
+
+    def fill_mask(self, bitmask: Any, row: int = 0) -> None:
+        """Write the allowed next tokens into ``bitmask[row]``."""
+        view = row_view(bitmask, row)
+        state = self._stack[-1]
+        if state is _TERMINATED:
+            view[:] = 0
+            return
+        self.fill_state(state, view)
+        self._special_bits.finish_row(view, self.state_accepting(state))
+
+    def mask(self) -> TokenMask:
+        """The allowed next tokens as a new ``TokenMask``."""
+        words = allocate_bitmask(1, self.vocab.size)[0]
+        self.fill_mask(words)
+        return TokenMask(words, self.vocab.size)
+
+    def accepts(self, token_id: int) -> bool:
+        """Whether ``token_id`` is allowed next; no state change."""
+        state = self._stack[-1]
+        token_id = int(token_id)
+        if state is _TERMINATED or not 0 <= token_id < self.vocab.size:
+            return False
+        if token_id in self.vocab.eos_ids:
+            return self.state_accepting(state)
+        if token_id in self.vocab.special_ids:
+            return False
+        return self.state_allows(state, token_id)
+
+    def validate(self, token_ids: Sequence[int]) -> int:
+        """How many leading tokens would be accepted in a row; no state change."""
+        state = self._stack[-1]
+        for count, token_id in enumerate(token_ids):
+            state = self._step(state, int(token_id))
+            if state is None:
+                return count
+        return len(token_ids)
+
+    def is_accepting(self) -> bool:
+        """Whether EOS is allowed now."""
+        state = self._stack[-1]
+        return state is not _TERMINATED and self.state_accepting(state)
+
+    def is_finished(self) -> bool:
+        """Whether only EOS may follow, or EOS was accepted."""
+        state = self._stack[-1]
+        return state is _TERMINATED or self.state_finished(state)
+
+    @property
+    def rollback_depth(self) -> int:
+        """How many tokens ``rollback`` can undo now."""
+        return len(self._stack) - 1
+
+    def rollback(self, n: int) -> None:
+        """Undo the last ``n`` accepted tokens."""
+        if not 0 <= n <= len(self._stack) - 1:
+            raise ValueError(f"cannot roll back {n} tokens; {len(self._stack) - 1} can be undone")
+        for _ in range(n):
+            self._stack.pop()
+
+    def fork(self) -> StateChecker[S]:
+        """An independent checker in the same state (states are immutable, so
+        only the stack is copied)."""
+        twin = copy.copy(self)
+        twin._stack = self._stack.copy()
+        return twin
+
+
+class BaseBackend(ABC):
+    """Checks that the spec's kind is supported before calling :meth:`build`."""
+
+    name: str
+    capabilities: Capabilities
+
+    def compile(self, spec: Constraint, vocab: Vocabulary, **options: Any) -> BaseCompiled:
+        """Compile ``spec`` for ``vocab`` (see ``Backend.compile``)."""
+        if not self.capabilities.supports(spec.kind):
+            raise UnsupportedConstraint(
+                self.name,
+                f"{spec.kind} constraints",
+                f"it compiles {', '.join(sorted(self.capabilities.kinds))}",
+            )
+        return self.build(spec, vocab, **options)
+
+    @abstractmethod
+    def build(self, spec: Constraint, vocab: Vocabulary, **options: Any) -> BaseCompiled:
+        """Compile a spec whose kind is supported."""

@@ -1,0 +1,353 @@
+"""Packed token bitmasks: the one mask format every backend writes.
+
+A bitmask is a 2-D int32 array of shape ``(batch, ceil(V / 32))``: bit
+``i & 31`` of word ``i >> 5`` is set when token ``i`` is allowed. This is the
+layout of XGrammar, llguidance and vLLM, so masks interoperate with their
+kernels. Bits at or above ``V`` (padding of the last word) are never set.
+
+A bitmask may be a numpy array or a CPU ``torch.Tensor``; backends write into
+either through :func:`row_view`, which returns a zero-copy numpy view of one
+row. torch is only needed for the tensor helpers and :func:`apply_bitmask_`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+#: dtype of a packed bitmask word.
+BITMASK_DTYPE = np.int32
+
+
+def bitmask_words(vocab_size: int) -> int:
+    """Number of int32 words that hold ``vocab_size`` bits."""
+    if vocab_size < 0:
+        raise ValueError(f"vocab_size must be >= 0, got {vocab_size}")
+    return (vocab_size + 31) // 32
+
+
+def allocate_bitmask(batch: int, vocab_size: int) -> np.ndarray:
+    """A zeroed ``(batch, ceil(V/32))`` int32 numpy bitmask (nothing allowed)."""
+    return np.zeros((batch, bitmask_words(vocab_size)), dtype=BITMASK_DTYPE)
+
+
+def allocate_bitmask_tensor(
+    batch: int, vocab_size: int, *, pin_memory: bool = False
+) -> torch.Tensor:
+    """A zeroed int32 CPU ``torch.Tensor`` bitmask; ``pin_memory`` for fast host-to-GPU copies."""
+    import torch
+
+    return torch.zeros((batch, bitmask_words(vocab_size)), dtype=torch.int32, pin_memory=pin_memory)
+
+
+def row_view(bitmask: Any, row: int = 0) -> np.ndarray:
+    """Zero-copy 1-D int32 numpy view of one row of a numpy or CPU-tensor bitmask.
+
+    Writes through the view change the bitmask. Raises ``TypeError`` for a
+    bitmask that is not int32 or not on the CPU.
+    """
+    if isinstance(bitmask, np.ndarray):
+        arr = bitmask
+    else:
+        device = getattr(bitmask, "device", None)
+        if device is not None and getattr(device, "type", "cpu") != "cpu":
+            raise TypeError(f"fill the bitmask on the CPU, not on {device}")
+        arr = bitmask.numpy()
+    if arr.dtype != BITMASK_DTYPE:
+        raise TypeError(f"bitmask must be int32, got {arr.dtype}")
+    if arr.ndim == 1:
+        if row != 0:
+            raise IndexError(f"row {row} of a 1-D bitmask")
+        return arr
+    return arr[row]
+
+
+# Bits of each int32 word as a little-endian byte sequence: unpackbits with
+# bitorder="little" on the uint8 view yields token order directly.
+def _ids_from_row(words: np.ndarray, vocab_size: int) -> np.ndarray:
+    bits = np.unpackbits(words.astype("<i4", copy=False).view(np.uint8), bitorder="little")
+    return np.flatnonzero(bits[:vocab_size]).astype(np.int64)
+
+
+def _row_from_bool(allowed: np.ndarray, out: np.ndarray) -> None:
+    nbits = out.shape[0] * 32
+    padded = np.zeros(nbits, dtype=bool)
+    padded[: allowed.shape[0]] = allowed
+    out[:] = np.packbits(padded, bitorder="little").view("<i4")
+
+
+class TokenMask:
+    """The set of allowed token ids as one packed bitmask row.
+
+    ``TokenMask(words, vocab_size)`` wraps (does not copy) a 1-D int32 array.
+    Supports ``token_id in mask``, ``len``/``count()``, iteration in id order,
+    ``allowed_ids()``, ``to_bool()``, equality, and set algebra
+    (``&``, ``|``, ``-``) for comparing backends.
+    """
+
+    __slots__ = ("vocab_size", "words")
+
+    def __init__(self, words: np.ndarray, vocab_size: int):
+        words = np.asarray(words)
+        if words.dtype != BITMASK_DTYPE or words.ndim != 1:
+            raise TypeError("TokenMask wraps a 1-D int32 array")
+        if words.shape[0] != bitmask_words(vocab_size):
+            raise ValueError(
+                f"{words.shape[0]} words cannot hold a vocabulary of {vocab_size} "
+                f"(need {bitmask_words(vocab_size)})"
+            )
+        self.words = words
+        self.vocab_size = vocab_size
+
+    @classmethod
+    def empty(cls, vocab_size: int) -> TokenMask:
+        """Nothing allowed."""
+        return cls(np.zeros(bitmask_words(vocab_size), dtype=BITMASK_DTYPE), vocab_size)
+
+    @classmethod
+    def full(cls, vocab_size: int) -> TokenMask:
+        """Every id below ``vocab_size`` allowed."""
+        return cls.from_bool(np.ones(vocab_size, dtype=bool))
+
+    @classmethod
+    def from_ids(cls, ids: Iterable[int], vocab_size: int) -> TokenMask:
+        """The mask allowing exactly ``ids``; an id outside ``[0, V)`` raises ``IndexError``."""
+        allowed = np.zeros(vocab_size, dtype=bool)
+        idx = np.fromiter(ids, dtype=np.int64)
+        if idx.size and (idx.min() < 0 or idx.max() >= vocab_size):
+            raise IndexError(f"token ids must lie in [0, {vocab_size})")
+        allowed[idx] = True
+        return cls.from_bool(allowed)
+
+    @classmethod
+    def from_bool(cls, allowed: Any) -> TokenMask:
+        """From a 1-D boolean numpy array or tensor of length V."""
+        if hasattr(allowed, "detach"):
+            allowed = allowed.detach().cpu().numpy()
+        allowed = np.asarray(allowed, dtype=bool)
+        if allowed.ndim != 1:
+            raise ValueError("expected a 1-D boolean array")
+        words = np.zeros(bitmask_words(allowed.shape[0]), dtype=BITMASK_DTYPE)
+        _row_from_bool(allowed, words)
+        return cls(words, allowed.shape[0])
+
+    def allowed_ids(self) -> np.ndarray:
+        """Allowed ids, ascending, as an int64 numpy array."""
+        return _ids_from_row(self.words, self.vocab_size)
+
+    def to_bool(self) -> np.ndarray:
+        """Boolean numpy array of length V."""
+        bits = np.unpackbits(self.words.astype("<i4", copy=False).view(np.uint8), bitorder="little")
+        return bits[: self.vocab_size].astype(bool)
+
+    def count(self) -> int:
+        """Number of allowed tokens."""
+        return int(self.to_bool().sum())
+
+    def copy(self) -> TokenMask:
+        """An independent copy (the wrapped row may be overwritten by the next step)."""
+        return TokenMask(self.words.copy(), self.vocab_size)
+
+    def __contains__(self, token_id: object) -> bool:
+        if not isinstance(token_id, int | np.integer) or not 0 <= token_id < self.vocab_size:
+            return False
+        return bool((int(self.words[token_id >> 5]) >> (token_id & 31)) & 1)
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.allowed_ids().tolist())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TokenMask):
+            return NotImplemented
+        return self.vocab_size == other.vocab_size and bool(np.array_equal(self.words, other.words))
+
+    __hash__ = None  # mutable view
+
+    def _combine(self, other: TokenMask, op: Any) -> TokenMask:
+        if self.vocab_size != other.vocab_size:
+            raise ValueError("masks over different vocabulary sizes")
+        return TokenMask(op(self.words, other.words), self.vocab_size)
+
+    def __and__(self, other: TokenMask) -> TokenMask:
+        return self._combine(other, np.bitwise_and)
+
+    def __or__(self, other: TokenMask) -> TokenMask:
+        return self._combine(other, np.bitwise_or)
+
+    def __sub__(self, other: TokenMask) -> TokenMask:
+        return self._combine(other, lambda a, b: np.bitwise_and(a, np.invert(b)))
+
+    def __repr__(self) -> str:
+        ids = self.allowed_ids()
+        shown = ", ".join(map(str, ids[:8].tolist())) + (", ..." if ids.size > 8 else "")
+        return f"TokenMask({ids.size} of {self.vocab_size} allowed: [{shown}])"
+
+
+def bitmask_from_bool(allowed: Any) -> Any:
+    """Pack a ``(batch, V)`` (or ``(V,)``) boolean array or tensor into an int32 bitmask.
+
+    Returns the same kind it was given (numpy or torch, on the same device).
+    """
+    if hasattr(allowed, "detach"):
+        import torch
+
+        squeeze = allowed.dim() == 1
+        a = allowed.reshape(1, -1) if squeeze else allowed
+        batch, v = a.shape
+        nwords = bitmask_words(v)
+        padded = torch.zeros((batch, nwords * 32), dtype=torch.int64, device=a.device)
+        padded[:, :v] = a.to(torch.int64)
+        shifts = torch.arange(32, device=a.device, dtype=torch.int64)
+        words = (padded.view(batch, nwords, 32) << shifts).sum(-1)
+        # Fold the unsigned 32-bit value into int32's two's complement.
+        words = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+        return words[0] if squeeze else words
+    arr = np.asarray(allowed, dtype=bool)
+    squeeze = arr.ndim == 1
+    arr2 = arr.reshape(1, -1) if squeeze else arr
+    batch, v = arr2.shape
+    padded = np.zeros((batch, bitmask_words(v) * 32), dtype=bool)
+    padded[:, :v] = arr2
+    out = np.packbits(padded, axis=-1, bitorder="little").view("<i4").astype(BITMASK_DTYPE)
+    return out[0] if squeeze else out
+
+
+def bitmask_to_bool(bitmask: Any, vocab_size: int) -> Any:
+    """Unpack an int32 bitmask (numpy or tensor, 1-D or 2-D) into booleans of width V."""
+    if hasattr(bitmask, "detach"):
+        return _unpack_tensor(bitmask, vocab_size)
+    arr = np.asarray(bitmask)
+    squeeze = arr.ndim == 1
+    arr2 = arr.reshape(1, -1) if squeeze else arr
+    bits = np.unpackbits(
+        np.ascontiguousarray(arr2.astype("<i4", copy=False)).view(np.uint8),
+        axis=-1,
+        bitorder="little",
+    )[:, :vocab_size].astype(bool)
+    return bits[0] if squeeze else bits
+
+
+def _unpack_tensor(bitmask: torch.Tensor, width: int) -> torch.Tensor:
+    """Bits of ``bitmask`` (…, W) as booleans (…, width); bits past W*32 are False.
+
+    Works on the uint8 view (little-endian words: byte k holds ids 8k..8k+7),
+    which moves a quarter of the memory of shifting int32 words by 0..31.
+    """
+    import torch
+
+    nwords = bitmask.shape[-1]
+    as_bytes = bitmask.contiguous().view(torch.uint8)
+    shifts = torch.arange(8, device=bitmask.device, dtype=torch.uint8)
+    bits = ((as_bytes.unsqueeze(-1) >> shifts) & 1).view(torch.bool)
+    bits = bits.reshape(*bitmask.shape[:-1], nwords * 32)
+    if width <= nwords * 32:
+        return bits[..., :width]
+    pad = torch.zeros(
+        (*bitmask.shape[:-1], width - nwords * 32), dtype=torch.bool, device=bits.device
+    )
+    return torch.cat([bits, pad], dim=-1)
+
+
+def apply_bitmask_(
+    logits: torch.Tensor,
+    bitmask: Any,
+    *,
+    vocab_size: int | None = None,
+    indices: Iterable[int] | None = None,
+) -> torch.Tensor:
+    """Set the logits of disallowed tokens to ``-inf``, in place, on the logits' device.
+
+    ``logits`` is ``(batch, W)`` or ``(W,)``; ``bitmask`` the matching
+    ``(batch, ceil(V/32))`` (or 1-D) int32 bitmask, numpy or tensor on any
+    device. ``W`` may exceed ``V`` (padded embedding rows): columns at or past
+    ``vocab_size`` (default: ``32 * words``) are always disallowed, as are
+    padding bits. ``indices`` restricts the operation to those rows of a
+    2-D ``logits``/``bitmask`` pair. Returns ``logits``.
+    """
+    import torch
+
+    if not isinstance(bitmask, torch.Tensor):
+        bitmask = torch.from_numpy(np.asarray(bitmask))
+    if bitmask.dtype != torch.int32:
+        raise TypeError(f"bitmask must be int32, got {bitmask.dtype}")
+    if logits.dim() not in (1, 2) or bitmask.dim() != logits.dim():
+        raise ValueError(
+            f"logits {tuple(logits.shape)} and bitmask {tuple(bitmask.shape)} "
+            "must both be 1-D or 2-D"
+        )
+    nwords = bitmask.shape[-1]
+    if vocab_size is None:
+        vocab_size = nwords * 32
+    if bitmask_words(vocab_size) != nwords:
+        raise ValueError(
+            f"bitmask has {nwords} words; a vocabulary of {vocab_size} "
+            f"needs {bitmask_words(vocab_size)}"
+        )
+    if logits.dim() == 2 and logits.shape[0] != bitmask.shape[0] and indices is None:
+        raise ValueError(
+            f"batch of logits ({logits.shape[0]}) != batch of bitmask ({bitmask.shape[0]})"
+        )
+    bitmask = bitmask.to(logits.device, non_blocking=True)
+    width = logits.shape[-1]
+    if indices is not None:
+        rows = torch.as_tensor(list(indices), dtype=torch.long, device=logits.device)
+        allowed = _unpack_tensor(bitmask.index_select(0, rows), width)
+        if vocab_size < width:
+            allowed[:, vocab_size:] = False
+        sub = logits.index_select(0, rows).masked_fill_(~allowed, float("-inf"))
+        logits.index_copy_(0, rows, sub)
+        return logits
+    allowed = _unpack_tensor(bitmask, width)
+    if vocab_size < width:
+        allowed[..., vocab_size:] = False
+    return logits.masked_fill_(allowed.logical_not_(), float("-inf"))
+
+
+class SpecialBits:
+    """Precomputed bit operations for a vocabulary's EOS and special tokens.
+
+    ``finish_row(row, accepting)`` clears every special token's bit and sets
+    the EOS bits when ``accepting``: the last step of every ``fill_mask``.
+    Costs a few word operations, independent of V.
+    """
+
+    def __init__(self, vocab: Any):
+        self.vocab_size = int(vocab.size)
+        special = np.array(sorted(vocab.special_ids), dtype=np.int64)
+        eos = np.array(sorted(vocab.eos_ids), dtype=np.int64)
+        self._special_words, self._special_keep = self._group(special, invert=True)
+        self._eos_words, self._eos_set = self._group(eos, invert=False)
+        last_bits = self.vocab_size & 31
+        # Padding bits of the last word: never set.
+        self._pad_word = bitmask_words(self.vocab_size) - 1 if last_bits else -1
+        self._pad_keep = (
+            np.int32(np.uint32((1 << last_bits) - 1).view(np.int32)) if last_bits else 0
+        )
+
+    @staticmethod
+    def _group(ids: np.ndarray, invert: bool) -> tuple[np.ndarray, np.ndarray]:
+        words = np.unique(ids >> 5)
+        acc = {int(w): 0 for w in words}
+        for i in ids.tolist():
+            acc[i >> 5] |= 1 << (i & 31)
+        vals = np.array([acc[int(w)] for w in words], dtype=np.uint32)
+        if invert:
+            vals = ~vals
+        return words.astype(np.intp), vals.view(np.int32)
+
+    def finish_row(self, row: np.ndarray, accepting: bool) -> None:
+        """Clear special and padding bits of ``row``; set EOS bits iff ``accepting``."""
+        if self._special_words.size:
+            row[self._special_words] &= self._special_keep
+        if self._pad_word >= 0:
+            row[self._pad_word] &= self._pad_keep
+        if accepting:
+            row[self._eos_words] |= self._eos_set

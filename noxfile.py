@@ -1,0 +1,50 @@
+"""Sessions: ``nox -s tests`` (the test suite), ``nox -s lint`` (ruff),
+``nox -s bench`` (the throughput suite in benchmarks/)."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "lint"]
+nox.options.reuse_existing_virtualenvs = True
+
+# The exact pin matters: on our machines it resolves to a local CPU wheel; any
+# looser spec makes pip download CUDA builds of several GB.
+TORCH = "torch==2.13.0"
+EXTRAS = ".[tokenizers,transformers,test]"
+
+
+def _install_project(session: nox.Session) -> None:
+    session.install(TORCH)
+    session.install("-e", EXTRAS)
+    # A real distribution with an entry point, so registry tests discover it
+    # the way users' plugins are discovered.
+    session.install("./tests/plugin_dist")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The unit and integration tests (skips the ../shared data when absent)."""
+    _install_project(session)
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff lint and format check."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The micro benchmarks in benchmarks/; JSON results go to reports/."""
+    _install_project(session)
+    session.run(
+        "pytest",
+        "benchmarks",
+        "--benchmark-only",
+        "--benchmark-json=reports/bench.json",
+        *session.posargs,
+    )

@@ -1,0 +1,226 @@
+"""The Checker contract, as implemented once in StateChecker, judged against the
+definition of a correct mask computed by brute force over the options."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import constrain_api as ca
+from constrain_api import Capabilities, Choice, TokenRejected, UnsupportedConstraint, Vocabulary
+
+try:
+    from constrain_testplugin import TestChoiceBackend
+except ImportError:  # pragma: no cover
+    pytest.fail(
+        "constrain-testplugin is not installed: pip install ./tests/plugin_dist "
+        "(nox -s tests does this)",
+        pytrace=False,
+    )
+
+E_ACUTE = "é".encode()  # two bytes: tokens may split it
+TOKENS = [
+    b"<eos>",
+    b"a",
+    b"b",
+    b"ab",
+    b"ba",
+    b"abc",
+    b"c",
+    b"<pad>",
+    E_ACUTE[:1],
+    E_ACUTE[1:],
+    b"x",
+]
+EOS, A, B, AB, BA, ABC, C, PAD, E1, E2, X = range(len(TOKENS))
+OPTIONS = ["ab", "abc", "ba", "é"]
+
+
+@pytest.fixture
+def vocab():
+    return Vocabulary.from_list(TOKENS, eos=EOS, special=[PAD])
+
+
+@pytest.fixture
+def compiled(vocab):
+    return TestChoiceBackend().compile(Choice(OPTIONS), vocab)
+
+
+def oracle(text: bytes) -> set[int]:
+    """The definition: t allowed iff text + bytes(t) is a prefix of an option;
+    EOS iff text is an option; specials never."""
+    options = [o.encode() for o in OPTIONS]
+    allowed = {
+        i
+        for i, tok in enumerate(TOKENS)
+        if i not in (EOS, PAD) and any(o.startswith(text + tok) for o in options)
+    }
+    if text in options:
+        allowed.add(EOS)
+    return allowed
+
+
+def paths(text=b"", path=()):
+    """Every token path the oracle allows (EOS excluded)."""
+    yield text, path
+    for t in sorted(oracle(text) - {EOS}):
+        yield from paths(text + TOKENS[t], (*path, t))
+
+
+def test_masks_equal_the_definition_on_every_path(compiled):
+    n = 0
+    for text, path in paths():
+        checker = compiled.checker()
+        checker.update(list(path))
+        assert set(checker.mask().allowed_ids().tolist()) == oracle(text), (text, path)
+        assert checker.is_accepting() == (EOS in oracle(text))
+        assert checker.is_finished() == (oracle(text) <= {EOS})
+        for t in range(len(TOKENS)):
+            assert checker.accepts(t) == (t in oracle(text)), (text, t)
+        n += 1
+    assert n >= 8  # the path enumeration really ran (incl. the split é)
+
+
+def test_update_is_atomic_on_rejection(compiled):
+    checker = compiled.checker()
+    checker.update([A])
+    before = checker.mask()
+    with pytest.raises(TokenRejected) as info:
+        checker.update([B, X])
+    assert info.value.token_id == X and info.value.index == 1
+    assert checker.mask() == before  # state unchanged: "a" still, not "ab"
+    assert checker.rollback_depth == 1
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [(PAD, "special"), (EOS, "EOS"), (99, "outside"), (-1, "outside"), (C, "not allowed")],
+)
+def test_rejection_reasons(compiled, token, reason):
+    with pytest.raises(TokenRejected, match=reason):
+        compiled.checker().update([token])
+
+
+def test_update_needs_a_sequence(compiled):
+    with pytest.raises(TypeError):
+        compiled.checker().update(A)
+
+
+def test_eos_terminates_and_rollback_undoes_it(compiled):
+    checker = compiled.checker()
+    checker.update([AB])
+    assert checker.is_accepting() and not checker.is_finished()
+    checker.update([EOS])
+    assert checker.is_finished() and not checker.is_accepting()
+    assert checker.mask().count() == 0
+    assert not checker.accepts(C)
+    with pytest.raises(TokenRejected):
+        checker.update([C])
+    checker.rollback(1)
+    assert checker.is_accepting() and checker.accepts(C)
+
+
+def test_validate_counts_without_changing_state(compiled):
+    checker = compiled.checker()
+    assert checker.validate([A, B, C, EOS]) == 4
+    assert checker.validate([A, B, EOS, C]) == 3  # nothing after EOS
+    assert checker.validate([A, X, B]) == 1
+    assert checker.validate([]) == 0
+    assert checker.rollback_depth == 0 and checker.mask() == compiled.checker().mask()
+
+
+def test_rollback_bounds(compiled):
+    checker = compiled.checker()
+    checker.update([A, B])
+    with pytest.raises(ValueError):
+        checker.rollback(3)
+    assert checker.rollback_depth == 2  # unchanged by the failed rollback
+    checker.rollback(0)
+    checker.rollback(2)
+    assert checker.mask() == compiled.checker().mask()
+    with pytest.raises(ValueError):
+        checker.rollback(-1)
+
+
+def test_bounded_history(compiled):
+    class Bounded(type(compiled.checker())):
+        def __init__(self, compiled):
+            super().__init__(compiled, max_rollback=1)
+
+    checker = Bounded(compiled)
+    checker.update([A, B, C])
+    assert checker.rollback_depth == 1
+    with pytest.raises(ValueError):
+        checker.rollback(2)
+
+
+def test_init_resets(compiled):
+    checker = compiled.checker()
+    checker.update([B, A, EOS])
+    checker.init()
+    assert checker.rollback_depth == 0 and checker.mask() == compiled.checker().mask()
+
+
+def test_fork_is_independent(compiled):
+    one = compiled.checker()
+    one.update([A])
+    two = one.fork()
+    two.update([B])
+    assert one.rollback_depth == 1 and two.rollback_depth == 2
+    assert set(one.mask()) == oracle(b"a") and set(two.mask()) == oracle(b"ab")
+
+
+def test_fill_mask_overwrites_the_row_in_numpy_and_tensor(compiled, vocab):
+    checker = compiled.checker()
+    checker.update([A])
+    expected = checker.mask()
+    bm = np.full((2, ca.bitmask_words(vocab.size)), -1, dtype=np.int32)  # garbage
+    checker.fill_mask(bm, 1)
+    assert ca.TokenMask(bm[1], vocab.size) == expected
+    assert (bm[0] == -1).all()  # other rows untouched
+    t = ca.allocate_bitmask_tensor(3, vocab.size)
+    t.fill_(-1)
+    checker.fill_mask(t, 2)
+    assert ca.TokenMask(t[2].numpy(), vocab.size) == expected
+    # padding bits past V stay clear, so kernels never see stray ids
+    assert not ca.bitmask_to_bool(t[2], 32)[vocab.size :].any()
+    logits = torch.zeros(1, vocab.size)
+    ca.apply_bitmask_(logits, t[2:3], vocab_size=vocab.size)
+    assert torch.isfinite(logits[0]).nonzero().flatten().tolist() == sorted(oracle(b"a"))
+
+
+def test_fill_masks_batches(compiled, vocab):
+    checkers = [compiled.checker() for _ in range(3)]
+    checkers[1].update([B])
+    checkers[2].update([AB])
+    bm = ca.allocate_bitmask(3, vocab.size)
+    compiled.fill_masks(checkers, bm)
+    for row, text in enumerate([b"", b"b", b"ab"]):
+        assert set(ca.TokenMask(bm[row], vocab.size)) == oracle(text)
+
+
+def test_protocol_conformance(compiled):
+    backend = TestChoiceBackend()
+    assert isinstance(backend, ca.Backend)
+    assert isinstance(compiled, ca.Compiled)
+    assert isinstance(compiled.checker(), ca.Checker)
+    assert compiled.stats.seconds >= 0
+
+
+def test_base_backend_refuses_unsupported_kinds(vocab):
+    with pytest.raises(UnsupportedConstraint) as info:
+        TestChoiceBackend().compile(ca.Regex("ab"), vocab)
+    assert info.value.backend == "test-choice" and "regex" in str(info.value)
+
+
+def test_capabilities():
+    caps = Capabilities(kinds={"regex", "grammar"}, exact={"regex"}, features={"propose"})
+    assert caps.supports("grammar") and not caps.supports("choice")
+    assert caps.is_exact("regex") and not caps.is_exact("grammar")
+    assert caps.describe() == "grammar~, regex; features: propose"
+    assert isinstance(caps.kinds, frozenset)
+    with pytest.raises(ValueError):
+        Capabilities(kinds={"regex"}, exact={"grammar"})
+    with pytest.raises(ValueError):
+        Capabilities(kinds={"regex"}, max_rollback=-1)

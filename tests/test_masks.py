@@ -1,0 +1,218 @@
+"""Packed bitmasks: layout, conversions, apply_bitmask_ against a bool reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from constrain_api import masks
+from constrain_api.masks import (
+    SpecialBits,
+    TokenMask,
+    allocate_bitmask,
+    allocate_bitmask_tensor,
+    apply_bitmask_,
+    bitmask_from_bool,
+    bitmask_to_bool,
+    bitmask_words,
+    row_view,
+)
+
+
+def reference_apply(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """The obvious implementation: a (batch, W) bool mask, padded with False."""
+    out = logits.clone()
+    full = torch.zeros_like(out, dtype=torch.bool)
+    width = min(allowed.shape[-1], out.shape[-1])
+    full[..., :width] = allowed[..., :width]
+    out[~full] = float("-inf")
+    return out
+
+
+def test_layout_bit_i_and_31_of_word_i_shr_5():
+    for token in (0, 1, 31, 32, 33, 63, 64, 99):
+        m = TokenMask.from_ids([token], 100)
+        word, bit = token >> 5, token & 31
+        expected = np.zeros(bitmask_words(100), dtype=np.int32)
+        expected[word] = np.uint32(1 << bit).view(np.int32)
+        assert np.array_equal(m.words, expected), token
+    # bit 31 is the sign bit of the int32 word
+    assert TokenMask.from_ids([31], 32).words[0] == np.int32(-(2**31))
+
+
+def test_words_and_allocation():
+    assert [bitmask_words(v) for v in (0, 1, 32, 33, 128256)] == [0, 1, 1, 2, 4008]
+    bm = allocate_bitmask(3, 70)
+    assert bm.shape == (3, 3) and bm.dtype == np.int32 and not bm.any()
+    t = allocate_bitmask_tensor(2, 70)
+    assert t.shape == (2, 3) and t.dtype == torch.int32
+    with pytest.raises(ValueError):
+        bitmask_words(-1)
+
+
+def test_token_mask_queries():
+    m = TokenMask.from_ids([0, 5, 69], 70)
+    assert m.allowed_ids().tolist() == [0, 5, 69]
+    assert list(m) == [0, 5, 69]
+    assert 5 in m and 6 not in m and 70 not in m and -1 not in m and "5" not in m
+    assert m.count() == len(m) == 3
+    assert m.to_bool().nonzero()[0].tolist() == [0, 5, 69]
+    assert m == TokenMask.from_bool(m.to_bool())
+    assert (m & TokenMask.from_ids([5, 6], 70)).allowed_ids().tolist() == [5]
+    assert (m | TokenMask.from_ids([6], 70)).allowed_ids().tolist() == [0, 5, 6, 69]
+    assert (m - TokenMask.from_ids([5], 70)).allowed_ids().tolist() == [0, 69]
+    assert TokenMask.empty(70).count() == 0
+    assert TokenMask.full(70).count() == 70
+    assert "3 of 70" in repr(m)
+    with pytest.raises(IndexError):
+        TokenMask.from_ids([70], 70)
+    with pytest.raises(ValueError):
+        TokenMask(np.zeros(2, dtype=np.int32), 70)
+    with pytest.raises(TypeError):
+        TokenMask(np.zeros(3, dtype=np.int64), 70)
+    with pytest.raises(ValueError):
+        m & TokenMask.empty(71)
+
+
+@given(st.lists(st.booleans(), min_size=0, max_size=200))
+def test_bool_round_trip_numpy_and_torch(bits):
+    arr = np.array(bits, dtype=bool)
+    packed = bitmask_from_bool(arr)
+    assert np.array_equal(bitmask_to_bool(packed, len(bits)), arr)
+    assert TokenMask(packed, len(bits)).allowed_ids().tolist() == np.flatnonzero(arr).tolist()
+    tensor = torch.tensor(bits, dtype=torch.bool)
+    packed_t = bitmask_from_bool(tensor)
+    assert packed_t.dtype == torch.int32
+    assert np.array_equal(packed_t.numpy(), packed)
+    assert torch.equal(bitmask_to_bool(packed_t, len(bits)), tensor)
+
+
+def test_batched_conversions():
+    rng = np.random.default_rng(0)
+    allowed = rng.random((4, 77)) < 0.3
+    packed = bitmask_from_bool(allowed)
+    assert packed.shape == (4, 3)
+    assert np.array_equal(bitmask_to_bool(packed, 77), allowed)
+    assert torch.equal(bitmask_to_bool(torch.from_numpy(packed), 77), torch.from_numpy(allowed))
+
+
+def test_row_view_writes_through_numpy_and_tensor():
+    bm = allocate_bitmask(2, 64)
+    row_view(bm, 1)[0] = 7
+    assert bm[1, 0] == 7 and bm[0, 0] == 0
+    t = allocate_bitmask_tensor(2, 64)
+    row_view(t, 0)[1] = 9
+    assert t[0, 1].item() == 9
+    with pytest.raises(TypeError):
+        row_view(np.zeros((1, 2), dtype=np.int64))
+    with pytest.raises(IndexError):
+        row_view(np.zeros(2, dtype=np.int32), 1)
+
+
+@pytest.mark.parametrize("batch,vocab", [(64, 128256), (3, 100), (1, 32), (2, 33)])
+def test_apply_bitmask_matches_bool_reference_bit_for_bit(batch, vocab):
+    gen = torch.Generator().manual_seed(vocab)
+    logits = torch.randn(batch, vocab, generator=gen)
+    allowed = torch.rand(batch, vocab, generator=gen) < 0.5
+    allowed[0] = False  # a row with nothing allowed
+    allowed[-1, :5] = True
+    packed = bitmask_from_bool(allowed)
+    expected = reference_apply(logits, allowed)
+    out = apply_bitmask_(logits, packed, vocab_size=vocab)
+    assert out is logits
+    assert torch.equal(logits, expected)  # bitwise: -inf where masked, untouched elsewhere
+
+
+def test_apply_bitmask_numpy_bitmask_and_wider_logits():
+    vocab, width = 70, 96  # the model pads its embedding rows past V
+    allowed = np.zeros((2, vocab), dtype=bool)
+    allowed[:, [1, 69]] = True
+    packed = bitmask_from_bool(allowed)
+    # Set padding bits on purpose: they must still never be allowed.
+    packed[:, -1] |= np.int32(-1 << (vocab & 31))
+    logits = torch.zeros(2, width)
+    apply_bitmask_(logits, packed, vocab_size=vocab)
+    finite = torch.isfinite(logits)
+    assert finite.nonzero()[:, 1].tolist() == [1, 69, 1, 69]
+    assert not finite[:, vocab:].any()
+
+
+def test_apply_bitmask_vocab_size_defaults_to_the_bitmask_width():
+    logits = torch.zeros(1, 40)
+    packed = bitmask_from_bool(torch.ones(1, 40, dtype=torch.bool))  # 2 words = 64 bits
+    apply_bitmask_(logits, packed)
+    assert torch.isfinite(logits).all()
+
+
+def test_apply_bitmask_one_dimensional_and_indices():
+    allowed = torch.zeros(3, 10, dtype=torch.bool)
+    allowed[:, 4] = True
+    packed = bitmask_from_bool(allowed)
+    logits = torch.zeros(3, 10)
+    apply_bitmask_(logits, packed, vocab_size=10, indices=[1])
+    assert torch.isfinite(logits[0]).all() and torch.isfinite(logits[2]).all()
+    assert torch.isfinite(logits[1]).nonzero().flatten().tolist() == [4]
+    one = torch.zeros(10)
+    apply_bitmask_(one, packed[0], vocab_size=10)
+    assert torch.isfinite(one).nonzero().flatten().tolist() == [4]
+
+
+def test_apply_bitmask_errors():
+    logits = torch.zeros(2, 10)
+    with pytest.raises(TypeError):
+        apply_bitmask_(logits, np.zeros((2, 1), dtype=np.int64))
+    with pytest.raises(ValueError):
+        apply_bitmask_(logits, np.zeros((3, 1), dtype=np.int32))
+    with pytest.raises(ValueError):
+        apply_bitmask_(logits, np.zeros((2, 1), dtype=np.int32), vocab_size=40)
+    with pytest.raises(ValueError):
+        apply_bitmask_(logits, np.zeros(1, dtype=np.int32))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_apply_bitmask_on_cuda_matches_cpu():
+    allowed = torch.rand(8, 1000) < 0.5
+    packed = bitmask_from_bool(allowed)
+    cpu = torch.randn(8, 1000)
+    gpu = cpu.cuda()
+    apply_bitmask_(cpu, packed, vocab_size=1000)
+    apply_bitmask_(gpu, packed, vocab_size=1000)
+    assert torch.equal(gpu.cpu(), cpu)
+
+
+class _Vocab:
+    """The three attributes SpecialBits reads."""
+
+    def __init__(self, size, eos, special):
+        self.size, self.eos_ids, self.special_ids = (
+            size,
+            frozenset(eos),
+            frozenset(special) | set(eos),
+        )
+
+
+def test_special_bits_clear_specials_padding_and_set_eos():
+    vocab = _Vocab(70, eos=[2, 65], special=[0, 31, 40])
+    bits = SpecialBits(vocab)
+    row = np.full(bitmask_words(70), -1, dtype=np.int32)  # everything, padding included
+    bits.finish_row(row, accepting=False)
+    got = TokenMask(row, 70).allowed_ids().tolist()
+    assert got == [i for i in range(70) if i not in (0, 2, 31, 40, 65)]
+    assert bitmask_to_bool(row, 96)[70:].sum() == 0
+    bits.finish_row(row, accepting=True)
+    assert {2, 65} <= set(TokenMask(row, 70).allowed_ids().tolist())
+    assert 0 not in TokenMask(row, 70)
+
+
+def test_module_has_docstrings():
+    for name in masks.__all__ if hasattr(masks, "__all__") else dir(masks):
+        obj = getattr(masks, name)
+        if (
+            callable(obj)
+            and not name.startswith("_")
+            and getattr(obj, "__module__", "") == masks.__name__
+        ):
+            assert obj.__doc__, name
