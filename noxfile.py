@@ -12,11 +12,15 @@ nox.options.reuse_existing_virtualenvs = True
 # looser spec makes pip download CUDA builds of several GB.
 TORCH = "torch==2.13.0"
 EXTRAS = ".[tokenizers,transformers,test]"
+# The built-in backends: each its own distribution, found through its entry point.
+PLUGINS = ["plugins/naive"]
 
 
 def _install_project(session: nox.Session) -> None:
     session.install(TORCH)
     session.install("-e", EXTRAS)
+    for plugin in PLUGINS:
+        session.install("-e", plugin)
     # A real distribution with an entry point, so registry tests discover it
     # the way users' plugins are discovered.
     session.install("./tests/plugin_dist")

@@ -8,6 +8,7 @@
 See ``docs/architecture.md`` for the layers and the protocol contracts.
 """
 
+from .automata import ByteDFA, dfa_for_predicate, parse_regex, utf8_sequences
 from .base import BaseBackend, BaseCompiled, StateChecker
 from .errors import (
     BackendNotFound,
@@ -17,6 +18,7 @@ from .errors import (
     TokenRejected,
     UnsupportedConstraint,
 )
+from .grammar import GrammarIR, Rule, Terminal, lower_grammar
 from .hookspecs import hookimpl
 from .masks import (
     SpecialBits,
@@ -54,6 +56,7 @@ __all__ = [
     "BackendNotFound",
     "BaseBackend",
     "BaseCompiled",
+    "ByteDFA",
     "Capabilities",
     "Checker",
     "Choice",
@@ -64,12 +67,15 @@ __all__ = [
     "Constraint",
     "ConstraintError",
     "Grammar",
+    "GrammarIR",
     "JsonSchema",
     "PluginError",
     "Regex",
     "Registry",
+    "Rule",
     "SpecialBits",
     "StateChecker",
+    "Terminal",
     "TokenMask",
     "TokenRejected",
     "TokenTrie",
@@ -84,10 +90,14 @@ __all__ = [
     "bitmask_from_bool",
     "bitmask_to_bool",
     "bitmask_words",
+    "dfa_for_predicate",
     "get",
     "hookimpl",
     "llama3_special_tokens",
+    "lower_grammar",
+    "parse_regex",
     "plugin_errors",
     "register",
     "row_view",
+    "utf8_sequences",
 ]

@@ -1,0 +1,56 @@
+"""Byte-level automata shared by the backends: one regex parser, one DFA builder.
+
+* ``parse_regex`` (``regex``): a pattern → a small public AST (``CharSet``,
+  ``Literal``, ``Seq``, ``Alt``, ``Repeat``, ``Empty``, and ``Intersect``/
+  ``Difference`` for lookarounds) with the full-match semantics of Python
+  ``re``; ``quantifier_modes``: whether its quantifiers are lazy or greedy.
+* ``utf8_sequences`` (``utf8``): code-point sets → UTF-8 byte-range sequences.
+* ``ByteDFA`` (``dfa``): deterministic automata over bytes — from a regex, an
+  AST, strings; products, difference, complement; minimization; the
+  shortest-match (prefix-free) reduction.
+* ``dfa_for_predicate`` (``predicates``): ``where`` predicates → ``ByteDFA``.
+"""
+
+from .dfa import DEFAULT_MAX_STATES, ByteDFA
+from .predicates import dfa_for_predicate
+from .regex import (
+    MAX_CODE_POINT,
+    Alt,
+    CharSet,
+    Difference,
+    Empty,
+    Intersect,
+    Literal,
+    Node,
+    Repeat,
+    Seq,
+    alt,
+    parse_regex,
+    quantifier_modes,
+    repeat,
+    seq,
+)
+from .utf8 import ByteRangeSeq, utf8_sequences
+
+__all__ = [
+    "DEFAULT_MAX_STATES",
+    "MAX_CODE_POINT",
+    "Alt",
+    "ByteDFA",
+    "ByteRangeSeq",
+    "CharSet",
+    "Difference",
+    "Empty",
+    "Intersect",
+    "Literal",
+    "Node",
+    "Repeat",
+    "Seq",
+    "alt",
+    "dfa_for_predicate",
+    "parse_regex",
+    "quantifier_modes",
+    "repeat",
+    "seq",
+    "utf8_sequences",
+]

@@ -1,0 +1,128 @@
+"""Lark EBNF → a normalized grammar IR that every grammar backend shares.
+
+The IR is obtained through lark's own grammar loader (``load_grammar`` and
+``Grammar.compile``): EBNF operators, templates, ``%import`` and string
+literals are expanded by lark, not by a second EBNF parser. What remains is
+plain context-free rules over named terminals, each terminal a Python regex.
+
+The *language* of a grammar, for every backend here, is the set of byte
+strings obtained by deriving a sentence of terminals from ``start`` and
+replacing each terminal by one of its strings, with any number of
+``%ignore``d terminals before, between and after them — what lark's Earley
+parser with ``lexer="dynamic_complete"`` accepts. A terminal's strings are
+its regex's full matches, except for a regex whose quantifiers are all lazy
+(``/.*?/``, ``ESCAPED_STRING``, C comments): a lexer takes the shortest match
+of those, so the terminal's strings are the shortest ones (no proper prefix
+matches; ``Terminal.shortest``). A regex mixing lazy and greedy quantifiers
+has no such reading and raises ``UnsupportedConstraint``. Lexer policies
+(longest match across terminals, priorities, contextual lexing) are not part
+of the language; a backend whose parser depends on them says so in its
+``Capabilities``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lark.load_grammar import load_grammar as _load_grammar
+
+from .automata import DEFAULT_MAX_STATES, ByteDFA, quantifier_modes
+from .errors import UnsupportedConstraint
+from .specs import Grammar
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """A terminal: its ``name``, its Python ``pattern`` (inline flags included),
+    for string literals the ``literal`` text (``None`` for regexes), and
+    ``shortest``: only the shortest matches count (an all-lazy regex)."""
+
+    name: str
+    pattern: str
+    literal: str | None = None
+    shortest: bool = False
+
+    def dfa(self, *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
+        """The terminal's strings as a byte DFA."""
+        dfa = ByteDFA.from_regex(self.pattern, max_states=max_states)
+        return dfa.shortest() if self.shortest else dfa
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``lhs → rhs``: ``rhs`` is a tuple of symbol names, terminals and
+    non-terminals alike (look them up in ``GrammarIR.terminals``)."""
+
+    lhs: str
+    rhs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GrammarIR:
+    """Context-free rules over regex terminals, with ``start`` and the
+    ``ignore`` terminal names (allowed between any two tokens)."""
+
+    start: str
+    rules: tuple[Rule, ...]
+    terminals: Mapping[str, Terminal]
+    ignore: tuple[str, ...] = ()
+    _by_lhs: dict[str, tuple[Rule, ...]] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_lhs: dict[str, list[Rule]] = {}
+        for rule in self.rules:
+            by_lhs.setdefault(rule.lhs, []).append(rule)
+        self._by_lhs.update({k: tuple(v) for k, v in by_lhs.items()})
+
+    @property
+    def nonterminals(self) -> tuple[str, ...]:
+        """Non-terminal names in order of first definition."""
+        return tuple(self._by_lhs)
+
+    def is_terminal(self, symbol: str) -> bool:
+        """Whether ``symbol`` names a terminal."""
+        return symbol in self.terminals
+
+    def rules_for(self, lhs: str) -> tuple[Rule, ...]:
+        """The rules of non-terminal ``lhs``."""
+        return self._by_lhs.get(lhs, ())
+
+
+def lower_grammar(spec: Grammar, *, backend: str = "grammar") -> GrammarIR:
+    """The IR of a (validated) ``Grammar`` spec.
+
+    Raises ``UnsupportedConstraint`` (naming ``backend``) for ``%declare``d
+    terminals (a postlexer produces them, e.g. Python's indentation tokens; no
+    text-level language expresses them), for terminals mixing lazy and greedy
+    quantifiers, and (from the regex translation) for lookarounds that inspect
+    text outside the terminal's match, such as lark.lark's ``[?](?![a-z])``.
+    """
+    grammar, _ = _load_grammar(spec.text, "<string>", [], False)
+    terminal_defs, rules, ignore = grammar.compile([spec.start], set())
+    defined = {t.name for t in terminal_defs}
+    out_rules = []
+    for rule in rules:
+        rhs = tuple(sym.name for sym in rule.expansion)
+        for sym in rule.expansion:
+            if sym.is_term and sym.name not in defined:
+                raise UnsupportedConstraint(
+                    backend,
+                    f"%declare {sym.name}",
+                    "declared terminals come from a postlexer (e.g. indentation), "
+                    "not from the grammar text",
+                )
+        out_rules.append(Rule(rule.origin.name, rhs))
+    terminals = {}
+    for t in terminal_defs:
+        pattern = t.pattern.to_regexp()
+        modes = quantifier_modes(pattern)
+        if modes == {"lazy", "greedy"}:
+            raise UnsupportedConstraint(
+                backend,
+                f"terminal {t.name} /{pattern}/ mixing lazy and greedy quantifiers",
+                "a lexer's match of such a regex is neither its shortest nor its longest",
+            )
+        literal = t.pattern.value if t.pattern.type == "str" and not t.pattern.flags else None
+        terminals[t.name] = Terminal(t.name, pattern, literal, shortest=modes == {"lazy"})
+    return GrammarIR(spec.start, tuple(out_rules), terminals, tuple(ignore))

@@ -1,0 +1,506 @@
+"""Lookarounds, ``quantifier_modes`` and ``ByteDFA.shortest`` (against Python's ``re``)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import random
+import re
+import time
+from collections import deque
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from constrain_api.automata import (
+    ByteDFA,
+    CharSet,
+    Difference,
+    Empty,
+    Intersect,
+    Literal,
+    Repeat,
+    Seq,
+    parse_regex,
+    quantifier_modes,
+)
+from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# lark's common.ESCAPED_STRING, lark.lark's REGEXP, python.lark's STRING (double-quoted part)
+ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
+LARK_REGEXP = r"\/(?!\/)(\\\/|\\\\|[^\/])*?\/[imslux]*"
+PY_STRING = r'"(?!"").*?(?<!\\)(\\\\)*?"'
+LARK_OP = r"[+*]|[?](?![a-z])"
+
+BEHIND = "lookbehind at the start of a pattern (it inspects text before the match)"
+AHEAD = "lookahead at the end of a pattern (it inspects text after the match)"
+
+ALPHABET = ["\\", '"', "a", "é"]
+
+
+def shortest_completion(dfa: ByteDFA, state: int) -> bytes | None:
+    """The shortest byte string leading from ``state`` to acceptance (BFS), or None."""
+    if state < 0:
+        return None
+    prev: dict[int, tuple[int, int] | None] = {state: None}
+    queue = deque([state])
+    while queue:
+        s = queue.popleft()
+        if dfa.accept[s]:
+            out = []
+            while prev[s] is not None:
+                s, b = prev[s]
+                out.append(b)
+            return bytes(reversed(out))
+        for b, t in enumerate(dfa.rows[s]):
+            if t >= 0 and t not in prev:
+                prev[t] = (s, b)
+                queue.append(t)
+    return None
+
+
+def random_texts(seed: int, count: int, alphabet: str = '\\"aé/\n', max_len: int = 9) -> list[str]:
+    rnd = random.Random(seed)
+    return [
+        "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, max_len))) for _ in range(count)
+    ]
+
+
+ALL_SHORT = ["".join(t) for n in range(6) for t in itertools.product(ALPHABET, repeat=n)]
+
+
+# ------------------------------------------------------- the lark patterns
+
+
+@pytest.mark.parametrize("pattern", [ESCAPED_STRING, LARK_REGEXP])
+def test_lark_patterns_compile_and_agree(pattern: str) -> None:
+    dfa = ByteDFA.from_regex(pattern)
+    compiled = re.compile(pattern)
+    for s in ALL_SHORT + random_texts(1, 4000):
+        assert dfa.matches(s.encode()) == bool(compiled.fullmatch(s)), s
+    # the inside rule holds, so the whole-text reading is the same language
+    assert dfa.same_language(ByteDFA.from_regex(pattern, whole_text=True))
+
+
+def test_escaped_string_examples_and_compile_time() -> None:
+    t0 = time.perf_counter()
+    dfa = ByteDFA.from_regex(ESCAPED_STRING)
+    assert time.perf_counter() - t0 < 2
+    for good in ['""', '"a"', r'"\\"', r'"a\"b"', r'"\\\\"', '"é"']:
+        assert dfa.matches(good.encode()), good
+    for bad in ['"', r'"\"', r'"a\"', r'"\\\"', 'a""', '"\n"']:
+        assert not dfa.matches(bad.encode()), bad
+
+
+def test_python_string_needs_whole_text() -> None:
+    # (?!"") right after the opening quote inspects two characters, and for the
+    # text "" only one of them is inside the match: a lexer's answer depends on
+    # the next character (re.match(PY_STRING, '"""') is None), so the default
+    # (inside) reading refuses it ...
+    assert re.match(PY_STRING, '""') and not re.match(PY_STRING, '"""')
+    with pytest.raises(UnsupportedConstraint) as info:
+        ByteDFA.from_regex(PY_STRING)
+    assert AHEAD in str(info.value) and "negative lookahead" in str(info.value)
+    # ... and the whole-text reading is exactly re.fullmatch
+    dfa = ByteDFA.from_regex(PY_STRING, whole_text=True)
+    compiled = re.compile(PY_STRING)
+    for s in ALL_SHORT + random_texts(2, 4000):
+        assert dfa.matches(s.encode()) == bool(compiled.fullmatch(s)), s
+    assert dfa.matches(b'""') and not dfa.matches(b'"""') and dfa.matches(b'"a"')
+
+
+def test_python_string_inner_part_inside_a_longer_pattern() -> None:
+    # with a closing context after it the same lookahead sees only the match
+    pattern = r'"(?!"").*?(?<!\\)(\\\\)*?"x'
+    dfa = ByteDFA.from_regex(pattern)
+    for s in ALL_SHORT + [s + "x" for s in random_texts(3, 3000)]:
+        assert dfa.matches(s.encode()) == bool(re.fullmatch(pattern, s)), s
+
+
+@pytest.mark.parametrize(
+    "pattern, message",
+    [
+        ("(?<!a)b", BEHIND),
+        ("(?<=a)b", BEHIND),
+        ("a(?!b)", AHEAD),
+        ("a(?=b)", AHEAD),
+        ("(?:a|)(?<!a)b", BEHIND),
+        (LARK_OP, AHEAD),
+        ("(?:a(?!b))*c", AHEAD),  # a repetition's body is its own sequence
+        ("x(?:a(?!b)|c)d", AHEAD),  # so is an alternation's option
+        ("(?:a(?=b)|c)b", AHEAD),
+        ("(?:(?<=x)a|b)", BEHIND),
+        ("a*(?<=a)", BEHIND),
+        ("ab?(?<=ab)c", BEHIND),
+        ("a(?=bc)b", AHEAD),
+        (PY_STRING, AHEAD),
+    ],
+)
+def test_lookarounds_seeing_outside_the_match_raise(pattern: str, message: str) -> None:
+    re.compile(pattern)
+    with pytest.raises(UnsupportedConstraint) as info:
+        parse_regex(pattern)
+    assert info.value.backend == "automata"
+    assert message == info.value.construct
+    assert message in str(info.value)
+    with pytest.raises(UnsupportedConstraint):
+        ByteDFA.from_regex(pattern)
+
+
+def test_lark_op_message_is_clear() -> None:
+    with pytest.raises(UnsupportedConstraint) as info:
+        ByteDFA.from_regex(LARK_OP)
+    text = str(info.value)
+    assert "negative lookahead (?!...)" in text and "needs 1 character(s) after it" in text
+
+
+@pytest.mark.parametrize(
+    "pattern, construct",
+    [
+        ("a(?=b+)b", "variable-width lookahead"),
+        ("a(?!b|cd)bb", "variable-width negative lookahead"),
+        ("a(?=b(?=c))bc", "lookahead (?=...) inside a lookaround"),
+        ("ab(?<=a(?!b)b)", "inside a lookaround"),
+        # a lookbehind window reaching back past an earlier lookahead whose
+        # window reaches past the lookbehind: no nesting of windows exists
+        (".(?=..).(?<=..).", "crossing lookarounds"),
+    ],
+)
+def test_unsupported_lookaround_forms(pattern: str, construct: str) -> None:
+    re.compile(pattern)
+    with pytest.raises(UnsupportedConstraint) as info:
+        parse_regex(pattern)
+    assert construct in info.value.construct
+
+
+def test_lookbehind_must_be_fixed_width_in_re_itself() -> None:
+    with pytest.raises(re.error):
+        re.compile("a(?<=a+)")
+    with pytest.raises(ConstraintError, match="fixed-width"):
+        parse_regex("a(?<=a+)")
+
+
+# ------------------------------------------------------------ AST shape
+
+
+def test_ast_nodes() -> None:
+    sigma_star = Repeat(CharSet.any(), 0, None)
+    node = parse_regex(ESCAPED_STRING)
+    assert node == Seq(
+        (
+            Literal('"'),
+            Difference(
+                Repeat(CharSet.any(dotall=False), 0, None), Seq((sigma_star, Literal("\\")))
+            ),
+            Repeat(Literal("\\\\"), 0, None),
+            Literal('"'),
+        )
+    )
+    assert parse_regex("a[ab](?<=[bc])c") == Seq(
+        (
+            Literal("a"),
+            Intersect(CharSet.of("ab"), Seq((sigma_star, CharSet.of("bc")))),
+            Literal("c"),
+        )
+    )
+    # decided while parsing: the window is empty, the neighbouring text fixed
+    assert parse_regex("a(?=b)b") == Literal("ab")
+    assert parse_regex("(?!a)b") == Literal("b")
+    assert parse_regex("ab(?<=b)c") == Literal("abc")
+    assert parse_regex("ab(?<!b)c") == CharSet(())
+    assert parse_regex("a(?=)") == Literal("a")
+    assert parse_regex("a(?!)") == CharSet(())
+    assert parse_regex("(?<=)a") == Literal("a")
+    assert parse_regex("(?=)(?<=)") == Empty()
+    assert parse_regex("(?<!)") == CharSet(())
+    assert ByteDFA.from_regex("ab(?<!b)c").is_empty()
+    # lookarounds are zero-width: anchors next to them stay at the start/end
+    assert parse_regex("^(?=a)a$(?<=a)") == Literal("a")
+
+
+def test_intersect_difference_from_node() -> None:
+    a_or_b = Repeat(CharSet.of("ab"), 0, None)
+    ends_a = Seq((Repeat(CharSet.any(), 0, None), Literal("a")))
+    inter = ByteDFA.from_node(Intersect(a_or_b, ends_a))
+    diff = ByteDFA.from_node(Difference(a_or_b, ends_a))
+    for n in range(5):
+        for t in itertools.product("abc", repeat=n):
+            s = "".join(t)
+            in_a = set(s) <= {"a", "b"}
+            assert inter.matches(s.encode()) == (in_a and s.endswith("a"))
+            assert diff.matches(s.encode()) == (in_a and not s.endswith("a"))
+    # nested, inside a repetition
+    node = Repeat(Seq((Difference(Literal("ab"), Literal("ab")), Literal("x"))), 0, None)
+    assert ByteDFA.from_node(node).same_language(ByteDFA.from_regex(""))
+
+
+def test_difference_complement_products() -> None:
+    a = ByteDFA.from_regex("[ab]*")
+    b = ByteDFA.from_regex(".*a")
+    d = a.difference(b)
+    assert d.same_language(ByteDFA.from_regex("(?:[ab]*b)?"))
+    assert a.difference(ByteDFA.empty()).same_language(a)
+    assert ByteDFA.empty().difference(a).is_empty()
+    assert a.difference(a).is_empty()
+    c = ByteDFA.from_regex("(?s).*a").complement()
+    for s in ["", "b", "ab", "é", "\n"]:
+        assert c.matches(s.encode())
+    for s in ["a", "ba", "éa"]:
+        assert not c.matches(s.encode())
+    assert not c.matches(b"\xff") and not c.is_viable(b"\xc3a")
+    assert c.complement().same_language(ByteDFA.from_regex("(?s).*a"))
+    assert ByteDFA.any_utf8().complement().is_empty()
+    assert ByteDFA.empty().complement().same_language(ByteDFA.any_utf8())
+    with pytest.raises(CompileLimitExceeded):
+        ByteDFA.from_regex("[ab]{0,40}").difference(ByteDFA.from_regex("[bc]{0,40}"), max_states=5)
+
+
+def test_lookaround_respects_max_states() -> None:
+    with pytest.raises(CompileLimitExceeded):
+        ByteDFA.from_regex("x(?:a|b)*a(?:a|b){12}(?<!b)y", max_states=500)
+
+
+# ---------------------------------------------------- random patterns vs re
+
+ATOMS = [
+    "a",
+    r"\\",
+    '"',
+    "é",
+    ".",
+    '[a"]',
+    r"[^\\]",
+    "a\\\\",
+    '""',
+    r"(?:\\.)",
+    "(?:)",
+]
+QUANTIFIERS = ["*", "+", "?", "*?", "{2}", "??", "{0,2}"]
+# fixed-width lookaround bodies: single characters, classes, 2-character literals
+BODIES = [
+    "a",
+    r"\\",
+    '"',
+    "é",
+    ".",
+    '[a"]',
+    r"[^\\]",
+    '""',
+    r"\\\\",
+    'a"',
+    "(?:a|é)",
+    '[aé]"',
+]
+LOOKS = ["(?={})", "(?!{})", "(?<={})", "(?<!{})"]
+
+
+def _patterns() -> st.SearchStrategy[str]:
+    look = st.tuples(st.sampled_from(LOOKS), st.sampled_from(BODIES)).map(
+        lambda t: t[0].format(t[1])
+    )
+    atom = st.sampled_from(ATOMS)
+    # a lookaround between atoms, often with room for its window on both sides
+    framed = st.tuples(atom, atom, look, atom, atom).map("".join)
+    leaf = st.one_of(atom, look, framed)
+
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        return st.one_of(
+            st.lists(inner, min_size=2, max_size=4).map("".join),
+            st.lists(inner, min_size=2, max_size=4).map("".join),
+            st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
+            st.tuples(inner, st.sampled_from(QUANTIFIERS)).map(lambda t: f"(?:{t[0]}){t[1]}"),
+            inner.map(lambda r: f"({r})"),
+        )
+
+    return st.recursive(leaf, extend, max_leaves=5).filter(
+        lambda p: "(?=" in p or "(?!" in p or "(?<" in p
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile(pattern: str, whole_text: bool) -> ByteDFA | str:
+    try:
+        return ByteDFA.from_regex(pattern, whole_text=whole_text)
+    except UnsupportedConstraint as e:
+        return e.construct
+
+
+texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=7)
+contexts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=3)
+
+
+def _is_lookaround_refusal(construct: str) -> bool:
+    return construct in (BEHIND, AHEAD) or construct == "crossing lookarounds"
+
+
+@SETTINGS
+@given(_patterns(), st.lists(texts, min_size=4, max_size=16))
+def test_random_lookarounds_match_like_re(pattern: str, samples: list[str]) -> None:
+    compiled = re.compile(pattern)
+    whole = _compile(pattern, True)
+    inside = _compile(pattern, False)
+    if isinstance(whole, str):
+        # (inside a repetition or a middle option the edges of the text are out of reach)
+        assert _is_lookaround_refusal(whole), (pattern, whole)
+        assert isinstance(inside, str)
+        return
+    for s in samples + ALL_SHORT[:85]:
+        assert whole.matches(s.encode()) == bool(compiled.fullmatch(s)), (pattern, s)
+    witness = shortest_completion(whole, whole.start)
+    assert (witness is None) == whole.is_empty()
+    if witness is not None:
+        assert compiled.fullmatch(witness.decode()), (pattern, witness)
+    if isinstance(inside, str):
+        assert _is_lookaround_refusal(inside), (pattern, inside)
+    else:
+        assert inside.same_language(whole), pattern
+
+
+@SETTINGS
+@given(
+    _patterns(),
+    st.lists(st.tuples(contexts, texts, contexts), min_size=4, max_size=16),
+)
+def test_accepted_lookarounds_never_see_outside_the_match(
+    pattern: str, samples: list[tuple[str, str, str]]
+) -> None:
+    # the inside rule: the match of s does not depend on the text around it
+    dfa = _compile(pattern, False)
+    if isinstance(dfa, str):
+        return
+    for before, s, after in samples:
+        embedded = re.compile(f"(?:{pattern})(?={re.escape(after)}\\Z)")
+        found = bool(embedded.match(before + s + after, len(before)))
+        assert dfa.matches(s.encode()) == found, (pattern, before, s, after)
+
+
+def _check_viability(compiled: re.Pattern[str], dfa: ByteDFA, prefix: str) -> None:
+    state = dfa.run(prefix.encode())
+    if state >= 0:
+        # viable ⇒ a completion exists: the automaton names one, re confirms it
+        rest = shortest_completion(dfa, state)
+        assert rest is not None
+        assert compiled.fullmatch(prefix + rest.decode()), (compiled.pattern, prefix, rest)
+    # a completion found by brute force ⇒ viable
+    if any(compiled.fullmatch(prefix + c) for c in ALL_SHORT[:341]):
+        assert state >= 0, (compiled.pattern, prefix)
+
+
+@SETTINGS
+@given(_patterns(), st.lists(st.text(alphabet=st.sampled_from(ALPHABET), max_size=4), max_size=4))
+def test_random_lookarounds_viability(pattern: str, prefixes: list[str]) -> None:
+    dfa = _compile(pattern, True)
+    if isinstance(dfa, str):
+        return
+    compiled = re.compile(pattern)
+    for p in ["", *prefixes]:
+        _check_viability(compiled, dfa, p)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        '"(?!"")[a"]+"',
+        'a(?=..)[a"]*""',
+        "(?:x(?<=x)y)*",
+        "(?:a(?!b)[ab])+",
+        'a(?<!\\\\)(?!")[a"\\\\]{2}',
+        '"(?<!")a',
+        '.(?<=")(?=a)a"',
+        "a.(?<=a[aé])é",
+        "(?i)a(?=A)a",
+        "(?i:a)(?<=[A])b",
+        "ab(?<=ab)(?=cd)cd",
+        "a(?=b.)b(?<=ab)c",
+        "é(?<!é)",
+        "a(?=.b).(?<=a.)b",  # two windows that coincide
+    ],
+)
+def test_selected_patterns(pattern: str) -> None:
+    dfa = ByteDFA.from_regex(pattern)
+    compiled = re.compile(pattern)
+    for s in ALL_SHORT + random_texts(5, 500, 'abcdxyAé"\\', 7):
+        assert dfa.matches(s.encode()) == bool(compiled.fullmatch(s)), (pattern, s)
+
+
+# ------------------------------------------------------ quantifier modes
+
+
+@pytest.mark.parametrize(
+    "pattern, modes",
+    [
+        ("abc", set()),
+        ("a*", {"greedy"}),
+        ("a+?", {"lazy"}),
+        ("a??", {"lazy"}),
+        ("a{2,5}?", {"lazy"}),
+        ("a{2,5}", {"greedy"}),
+        ("a{3}", set()),
+        ("a{3}?", set()),
+        ("a{3,3}?", set()),
+        ("a{2,}", {"greedy"}),
+        (ESCAPED_STRING, {"lazy"}),
+        (LARK_REGEXP, {"lazy", "greedy"}),
+        (r"/\*(.|\n)*?\*/", {"lazy"}),
+        (r"\*\+\?\{2,3\}", set()),  # escaped: no quantifier
+        ("[*+?]", set()),
+        ("(?:a*?|b+)c", {"lazy", "greedy"}),
+        ("(?:(?:a)*?)", {"lazy"}),
+        ("a(?=b*)b", set()),  # inside a lookaround: does not decide the match
+        ("a*+", {"greedy"}),
+        ("(a)?(?(1)b*?|c)", {"greedy", "lazy"}),
+    ],
+)
+def test_quantifier_modes(pattern: str, modes: set[str]) -> None:
+    assert quantifier_modes(pattern) == frozenset(modes)
+
+
+def test_quantifier_modes_malformed() -> None:
+    with pytest.raises(ConstraintError):
+        quantifier_modes("a{2,1}")
+    with pytest.raises(ConstraintError):
+        quantifier_modes("(")
+
+
+# ------------------------------------------------------------ shortest
+
+
+def _full_re_match(compiled: re.Pattern[str], s: str) -> bool:
+    m = compiled.match(s)
+    return m is not None and m.end() == len(s)
+
+
+@pytest.mark.parametrize(
+    "pattern, alphabet",
+    [
+        (ESCAPED_STRING, '"\\ab'),
+        (r"/\*(.|\n)*?\*/", "/*a\n"),
+        (r"a.*?b", "abc"),
+        (r"#[^\n]*?\n", "#a\n"),
+    ],
+)
+def test_shortest_is_the_lexer_match(pattern: str, alphabet: str) -> None:
+    assert quantifier_modes(pattern) == {"lazy"}
+    full = ByteDFA.from_regex(pattern)
+    dfa = full.shortest()
+    compiled = re.compile(pattern)
+    exhaustive = ["".join(t) for n in range(7) for t in itertools.product(alphabet, repeat=n)]
+    for s in exhaustive + random_texts(7, 3000, alphabet, 14):
+        assert dfa.matches(s.encode()) == _full_re_match(compiled, s), (pattern, s)
+    assert dfa.intersect(full).same_language(dfa)  # a sublanguage
+    assert dfa.shortest() is dfa or dfa.shortest().same_language(dfa)
+
+
+def test_shortest_examples() -> None:
+    d = ByteDFA.from_regex(r"/\*(.|\n)*?\*/").shortest()
+    assert d.matches(b"/**/") and d.matches(b"/* a */") and not d.matches(b"/* a */ */")
+    e = ByteDFA.from_regex(ESCAPED_STRING).shortest()
+    assert e.matches(b'"a\\"b"') and not e.matches(b'"a"b"') and e.matches(b'"\\\\"')
+    assert ByteDFA.from_regex("a*").shortest().same_language(ByteDFA.from_regex(""))
+    assert ByteDFA.from_regex("ab|abc").shortest().same_language(ByteDFA.from_regex("ab"))
+    assert ByteDFA.empty().shortest().is_empty()
+    s = ByteDFA.from_regex("a+b").shortest()
+    assert s.same_language(ByteDFA.from_regex("a+b"))  # already prefix-free
