@@ -1,4 +1,6 @@
-"""Sessions: ``nox -s tests`` (the test suite), ``nox -s lint`` (ruff),
+"""Sessions: ``nox -s tests`` (the test suite, with the conformance suite on the
+small vocabularies), ``nox -s lint`` (ruff), ``nox -s conformance`` (the
+conformance suite on the real vocabularies too, writing docs/conformance.md),
 ``nox -s bench`` (the throughput suite in benchmarks/)."""
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ def _install_project(session: nox.Session) -> None:
     session.install("-e", EXTRAS)
     for plugin in PLUGINS:
         session.install("-e", plugin)
+    session.install("-e", "conformance")
     # A real distribution with an entry point, so registry tests discover it
     # the way users' plugins are discovered.
     session.install("./tests/plugin_dist")
@@ -31,6 +34,24 @@ def tests(session: nox.Session) -> None:
     """The unit and integration tests (skips the ../shared data when absent)."""
     _install_project(session)
     session.run("pytest", *session.posargs)
+    session.run("pytest", "--pyargs", "constrain_conformance.suite", "-q")
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Every installed backend against the oracle, on the small and the real
+    vocabularies (those in ../shared); the matrix goes to docs/conformance.md."""
+    _install_project(session)
+    vocabularies = ["small", "llama3", "llama2", "mistral-v3"]
+    session.run(
+        "pytest",
+        "--pyargs",
+        "constrain_conformance.suite",
+        *[f"--conformance-vocab={v}" for v in vocabularies],
+        "--conformance-report=docs/conformance.md",
+        "-q",
+        *session.posargs,
+    )
 
 
 @nox.session

@@ -505,6 +505,12 @@ class Vocabulary:
         label = name if name is not None else p.parent.name or p.stem
         return _from_tokenizers(cls, tok, eos=eos, extra_special=(), name=label)
 
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any, eos: EosSpec, *, name: str = "") -> Vocabulary:
+        """A vocabulary from an in-memory ``tokenizers.Tokenizer`` (same rules as
+        :meth:`from_tokenizer_json`; ``eos`` is required)."""
+        return _from_tokenizers(cls, tokenizer, eos=eos, extra_special=(), name=name)
+
     # ----------------------------------------------------------- transformers
     @classmethod
     def from_transformers(

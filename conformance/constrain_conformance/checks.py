@@ -1,0 +1,180 @@
+"""The checks, as plain functions: each compares a backend with the oracle (or
+with itself) and returns what it found, so the pytest suite and the suite's
+own tests (deliberately broken backends) share one implementation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import constrain_api as ca
+
+
+@dataclass
+class MaskComparison:
+    """Masks of a backend against the oracle's along one token path.
+
+    ``extra``: (step, token) pairs the backend allows and the oracle forbids
+    (precision failures); ``missing``: pairs the oracle allows and the backend
+    forbids (recall failures); ``rejected_at``: the step where the backend
+    refused a path token the oracle accepts (``None``: it accepted them all).
+    """
+
+    steps: int = 0
+    backend_allowed: int = 0
+    oracle_allowed: int = 0
+    extra: list[tuple[int, int]] = field(default_factory=list)
+    missing: list[tuple[int, int]] = field(default_factory=list)
+    rejected_at: int | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Whether every mask was the oracle's."""
+        return not self.extra and not self.missing and self.rejected_at is None
+
+    @property
+    def precision(self) -> float:
+        """Share of allowed tokens the oracle allows too (must be 1.0)."""
+        if not self.backend_allowed:
+            return 1.0
+        return 1.0 - len(self.extra) / self.backend_allowed
+
+    @property
+    def recall(self) -> float:
+        """Share of the oracle's allowed tokens the backend allows."""
+        if not self.oracle_allowed:
+            return 1.0
+        return 1.0 - len(self.missing) / self.oracle_allowed
+
+    def describe(self, vocab: ca.Vocabulary, limit: int = 5) -> str:
+        """The first differences, with token bytes, for failure messages."""
+        parts = [f"{self.steps} steps, precision {self.precision:.4f}, recall {self.recall:.4f}"]
+        for label, pairs in (("allowed but forbidden", self.extra), ("missing", self.missing)):
+            shown = ", ".join(f"step {s}: {vocab.token_name(t)}" for s, t in pairs[:limit])
+            if pairs:
+                parts.append(f"{len(pairs)} {label} ({shown})")
+        if self.rejected_at is not None:
+            parts.append(f"rejected the path's token at step {self.rejected_at}")
+        return "; ".join(parts)
+
+
+def _ids(mask: ca.TokenMask) -> np.ndarray:
+    return mask.allowed_ids()
+
+
+def compare_masks(
+    compiled: ca.Compiled, oracle: ca.Compiled, path: Sequence[int]
+) -> MaskComparison:
+    """Step along ``path`` (tokens the oracle accepts, EOS excluded) with both,
+    comparing the full mask before every token and after the last one."""
+    result = MaskComparison()
+    checker, reference = compiled.checker(), oracle.checker()
+    for step in range(len(path) + 1):
+        got, want = _ids(checker.mask()), _ids(reference.mask())
+        result.steps += 1
+        result.backend_allowed += got.size
+        result.oracle_allowed += want.size
+        result.extra += [(step, int(t)) for t in np.setdiff1d(got, want)]
+        result.missing += [(step, int(t)) for t in np.setdiff1d(want, got)]
+        if step == len(path):
+            break
+        token = path[step]
+        reference.update([token])
+        try:
+            checker.update([token])
+        except ca.TokenRejected:
+            result.rejected_at = step
+            break
+    return result
+
+
+@dataclass
+class Verdict:
+    """Outcome of a document: ``accepted`` (every token and then EOS), or the
+    step where it stopped being accepted."""
+
+    accepted: bool
+    stopped_at: int | None
+
+
+def run_document(compiled: ca.Compiled, path: Sequence[int]) -> Verdict:
+    """Feed ``path`` token by token; accepted iff every token is and EOS is allowed at the end."""
+    checker = compiled.checker()
+    for step, token in enumerate(path):
+        if not checker.accepts(token):
+            return Verdict(False, step)
+        checker.update([token])
+    eos = compiled.vocab.eos_id
+    ok = checker.is_accepting() and eos in checker.mask()
+    return Verdict(ok, None if ok else len(path))
+
+
+def state_operation_failures(compiled: ca.Compiled, path: Sequence[int]) -> list[str]:
+    """Everything wrong with rollback, fork, rejection, fill_mask and EOS along
+    a path the backend accepts; an empty list means all is well."""
+    failures: list[str] = []
+    vocab = compiled.vocab
+    checker = compiled.checker()
+    masks = [checker.mask().copy()]
+    for token in path:
+        checker.update([token])
+        masks.append(checker.mask().copy())
+    n = len(path)
+    bitmask = ca.allocate_bitmask(2, vocab.size)
+    bitmask[:] = -1
+    checker.fill_mask(bitmask, 1)
+    if ca.TokenMask(bitmask[1], vocab.size) != masks[-1]:
+        failures.append("fill_mask differs from mask()")
+    for k in sorted({1, 2, n // 2, n} - {0}):
+        if k > n:
+            continue
+        twin = compiled.checker()
+        twin.update(list(path))
+        twin.rollback(k)
+        if twin.mask() != masks[n - k]:
+            failures.append(
+                f"rollback({k}) after {n} tokens does not restore the mask of step {n - k}"
+            )
+    if n:
+        base = compiled.checker()
+        base.update(list(path[:1]))
+        fork = base.fork()
+        fork.update(list(path[1:2]))
+        if base.mask() != masks[1]:
+            failures.append("updating a fork changed the original")
+        if len(path) > 1 and fork.mask() != masks[2]:
+            failures.append("a fork does not continue from the original's state")
+    forbidden = np.setdiff1d(np.arange(vocab.size), masks[-1].allowed_ids())
+    if forbidden.size:
+        token = int(forbidden[0])
+        try:
+            checker.update([token])
+            failures.append(f"update accepted the forbidden token {vocab.token_name(token)}")
+        except ca.TokenRejected:
+            if checker.mask() != masks[-1]:
+                failures.append("a rejected update changed the state")
+    if checker.is_accepting():
+        checker.update([vocab.eos_id])
+        if checker.mask().count() or not checker.is_finished():
+            failures.append("after EOS the mask is not empty or is_finished() is false")
+    return failures
+
+
+def concurrency_failures(compiled: ca.Compiled, paths: Sequence[Sequence[int]], threads: int = 4):
+    """Masks computed in threads over one shared ``Compiled`` must equal sequential ones."""
+
+    def walk(path: Sequence[int]) -> list[bytes]:
+        checker = compiled.checker()
+        out = [checker.mask().words.tobytes()]
+        for token in path:
+            checker.update([token])
+            out.append(checker.mask().words.tobytes())
+        return out
+
+    sequential = [walk(p) for p in paths]
+    with ThreadPoolExecutor(threads) as pool:
+        parallel = list(pool.map(walk, paths))
+    return [i for i, (a, b) in enumerate(zip(sequential, parallel, strict=True)) if a != b]

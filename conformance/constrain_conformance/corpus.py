@@ -1,0 +1,149 @@
+"""The corpus: constraints with valid and invalid documents, and vocabularies.
+
+Small vocabularies are byte-level BPEs trained in the session with the
+``tokenizers`` library on the corpus's own documents, so they are full of
+bridge tokens (``{"``, ``",``, ``":``); the real Llama-3, Llama-2 and
+Mistral vocabularies come from the shared folder when asked for.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import constrain_api as ca
+from constrain_api import shared
+
+
+@dataclass(frozen=True)
+class Case:
+    """A constraint, documents in its language and documents outside it."""
+
+    name: str
+    family: str
+    spec: ca.Constraint
+    valid: tuple[str, ...]
+    invalid: tuple[str, ...] = ()
+
+
+JSON_GRAMMAR = r"""
+?start: value
+?value: object | array | ESCAPED_STRING | SIGNED_NUMBER | "true" | "false" | "null"
+array: "[" [value ("," value)*] "]"
+object: "{" [pair ("," pair)*] "}"
+pair: ESCAPED_STRING ":" value
+%import common.ESCAPED_STRING
+%import common.SIGNED_NUMBER
+%import common.WS
+%ignore WS
+"""
+
+ARITHMETIC_GRAMMAR = r"""
+?start: sum
+?sum: product | sum "+" product | sum "-" product
+?product: atom | product "*" atom | product "/" atom
+?atom: NUMBER | "-" atom | "(" sum ")"
+NUMBER: /[0-9]+(\.[0-9]+)?/
+%ignore " "
+"""
+
+IPV4 = r"((25[0-5]|2[0-4]\d|[01]?\d\d?)\.){3}(25[0-5]|2[0-4]\d|[01]?\d\d?)"
+DATE_TIME = r"\d{4}-[01]\d-[0-3]\dT[0-2]\d:[0-5]\d:[0-5]\d([+-][0-2]\d:[0-5]\d|Z)"
+JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+
+CASES: tuple[Case, ...] = (
+    Case(
+        "ipv4",
+        "regex",
+        ca.Regex(IPV4),
+        ("192.168.0.1", "8.8.8.8", "255.255.255.0"),
+        ("256.1.1.1", "1.2.3", "1.2.3.4.5"),
+    ),
+    Case(
+        "date-time",
+        "regex",
+        ca.Regex(DATE_TIME),
+        ("2024-11-22T01:23:45Z", "1999-01-31T23:59:59+05:30"),
+        ("2024-23-01T00:00:00Z", "2024-11-22 01:23:45Z"),
+    ),
+    Case(
+        "json-string",
+        "regex",
+        ca.Regex(JSON_STRING),
+        ('"hello"', '"a \\"quoted\\" é中 word"', '"\\u00e9"'),
+        ('"unterminated', '"bad \\x escape"'),
+    ),
+    Case(
+        "name-choice",
+        "choice",
+        ca.Choice(["Paris", "London", "Tokyo", "New York", "Newark"]),
+        ("Paris", "New York", "Newark"),
+        ("Berlin", "New", "Paris "),
+    ),
+    Case(
+        "sentence-where",
+        "where",
+        ca.Where('stops_at(x, ".") and len(words(x)) <= 6'),
+        ("The cat sat.", "Fine."),
+        ("one two three four five six seven.", "No stop here"),
+    ),
+    Case(
+        "json",
+        "grammar",
+        ca.Grammar(JSON_GRAMMAR),
+        (
+            '{"name": "Ada", "tags": ["x", 1.5e3, true, null]}',
+            '[1, -2, {"k": {}}]',
+            '{"é": "中文", "n": []}',
+        ),
+        ('{"a" 1}', "[1, 2,]", '{"a": tru}'),
+    ),
+    Case(
+        "arithmetic",
+        "grammar",
+        ca.Grammar(ARITHMETIC_GRAMMAR),
+        ("1 + 2 * (3 - 4.5)", "-(7)/2", "((1))"),
+        ("1 +", "(1", "2 ** 3"),
+    ),
+)
+
+
+def training_text() -> list[str]:
+    """Documents the small BPE vocabularies are trained on."""
+    docs = [d for case in CASES for d in case.valid + case.invalid]
+    return docs * 20 + ['{"key": "value", "list": [1, 2, 3]}'] * 50
+
+
+@functools.lru_cache(maxsize=4)
+def small_vocabulary(vocab_size: int = 400) -> ca.Vocabulary:
+    """A byte-level BPE of ``vocab_size`` tokens trained on the corpus (all 256
+    bytes are tokens, so every path kind exists), with EOS ``<|eos|>``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    # No pre-tokenizer split: merges may cross punctuation and words, as in
+    # real vocabularies with tokens like '",' or '":'.
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|eos|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(training_text(), trainer)
+    return ca.Vocabulary.from_tokenizer(tok, eos="<|eos|>", name=f"bpe{vocab_size}")
+
+
+REAL_VOCABULARIES = {
+    "llama3": ("vocab/llama3/tokenizer.model", ca.Vocabulary.from_llama3),
+    "llama2": ("vocab/llama2/tokenizer.model", ca.Vocabulary.from_sentencepiece),
+    "mistral-v3": ("vocab/mistral-v3/tokenizer.model", ca.Vocabulary.from_sentencepiece),
+}
+
+
+@functools.lru_cache(maxsize=4)
+def real_vocabulary(name: str) -> ca.Vocabulary:
+    """A real vocabulary from the shared folder (``FileNotFoundError`` when absent)."""
+    relative, load = REAL_VOCABULARIES[name]
+    return load(shared.shared_file(relative))

@@ -1,0 +1,133 @@
+"""The pytest plugin (entry point ``pytest11``): options, parametrization and
+the conformance matrix.
+
+    pytest --pyargs constrain_conformance.suite --backend NAME[:key=value,...]
+
+Without ``--backend`` every installed backend is checked. ``--conformance-vocab``
+picks vocabularies (``small``, the default, or ``llama3``, ``llama2``,
+``mistral-v3`` from the shared folder); ``--conformance-report PATH`` writes
+the Markdown matrix.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pytest
+
+import constrain_api as ca
+
+from . import corpus
+
+_RESULTS = pytest.StashKey[dict]()
+#: The package whose tests the plugin parametrizes; its conftest holds the fixtures.
+SUITE = "constrain_conformance.suite"
+
+
+def results(config: pytest.Config) -> dict:
+    """The matrix being filled: (backend, family) -> Results."""
+    return config.stash[_RESULTS]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The suite's command-line options."""
+    group = parser.getgroup("constrain-conformance")
+    group.addoption(
+        "--backend",
+        action="append",
+        default=[],
+        help="backend to check, as NAME or NAME:key=value,... (repeatable; default: all installed)",
+    )
+    group.addoption("--oracle", default="naive", help="the oracle backend (default: naive)")
+    group.addoption(
+        "--conformance-vocab",
+        action="append",
+        default=[],
+        help="small (default), llama3, llama2, mistral-v3 (repeatable)",
+    )
+    group.addoption("--conformance-report", default=None, help="write the Markdown matrix here")
+    group.addoption(
+        "--conformance-timeout", type=float, default=120.0, help="seconds per case (default 120)"
+    )
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A backend name and its constructor options, parsed from ``NAME:k=v,...``."""
+
+    name: str
+    options: tuple[tuple[str, object], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> BackendSpec:
+        """``"domino:k=1"`` → ``BackendSpec("domino", (("k", 1),))``."""
+        name, _, rest = text.partition(":")
+        options = []
+        for item in filter(None, rest.split(",")):
+            key, _, value = item.partition("=")
+            try:
+                parsed = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                parsed = value
+            options.append((key.strip(), parsed))
+        return cls(name.strip(), tuple(options))
+
+    def __str__(self) -> str:
+        opts = ",".join(f"{k}={v!r}" for k, v in self.options)
+        return f"{self.name}:{opts}" if opts else self.name
+
+    def create(self) -> ca.Backend:
+        """A configured backend instance."""
+        return ca.get(self.name, **dict(self.options))
+
+
+@dataclass
+class Results:
+    """Outcomes per (backend, family): pass/fail counts, worst precision and recall."""
+
+    passed: int = 0
+    failed: int = 0
+    unsupported: int = 0
+    precision: float = 1.0
+    recall: float = 1.0
+    notes: set[str] = field(default_factory=set)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the marker; start an empty matrix."""
+    config.addinivalue_line("markers", "conformance: a conformance case (runs under a timeout)")
+    config.stash[_RESULTS] = defaultdict(Results)
+
+
+def _backend_specs(config: pytest.Config) -> list[BackendSpec]:
+    given = config.getoption("--backend")
+    if given:
+        return [BackendSpec.parse(b) for b in given]
+    return [BackendSpec(info.name) for info in ca.available()]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize the suite's tests (only those) over backends, vocabularies and cases."""
+    if not metafunc.module.__name__.startswith(SUITE):
+        return
+    config = metafunc.config
+    if "backend_spec" in metafunc.fixturenames:
+        specs = _backend_specs(config)
+        metafunc.parametrize("backend_spec", specs, ids=[str(s) for s in specs], scope="session")
+    if "vocab_name" in metafunc.fixturenames:
+        names = config.getoption("--conformance-vocab") or ["small"]
+        metafunc.parametrize("vocab_name", names, scope="session")
+    if "case" in metafunc.fixturenames:
+        metafunc.parametrize("case", corpus.CASES, ids=[c.name for c in corpus.CASES])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the matrix when ``--conformance-report`` was given."""
+    path = session.config.getoption("--conformance-report")
+    results = session.config.stash[_RESULTS]
+    if path and results:
+        from .report import write_matrix
+
+        write_matrix(path, results, session.config.getoption("--conformance-vocab") or ["small"])

@@ -1,0 +1,49 @@
+"""The conformance matrix as Markdown."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+FAMILIES = ["regex", "choice", "where", "grammar", "errors"]
+
+
+def _cell(row) -> str:
+    if row is None:
+        return "—"
+    if row.failed:
+        verdict = f"**FAIL** ({row.failed} of {row.failed + row.passed})"
+    elif row.passed:
+        verdict = f"pass ({row.passed})"
+    else:
+        return "unsupported"
+    if row.precision < 1.0 or row.recall < 1.0:
+        verdict += f", P={row.precision:.3f} R={row.recall:.3f}"
+    return verdict
+
+
+def write_matrix(path: str, results: dict, vocabularies: list[str]) -> None:
+    """Write backend × family outcomes to ``path`` (Markdown)."""
+    backends = sorted({backend for backend, _ in results})
+    lines = [
+        "# Conformance matrix",
+        "",
+        f"Produced by `nox -s conformance` on {datetime.date.today().isoformat()}; "
+        f"vocabularies: {', '.join(vocabularies)}. Each cell counts the checks that ran "
+        "(mask exactness per path kind, acceptance/rejection, state operations, "
+        "concurrency); P and R are the worst precision and recall against the oracle "
+        "(shown when below 1).",
+        "",
+        "| backend | " + " | ".join(FAMILIES) + " |",
+        "|---|" + "---|" * len(FAMILIES),
+    ]
+    for backend in backends:
+        cells = [_cell(results.get((backend, family))) for family in FAMILIES]
+        lines.append(f"| `{backend}` | " + " | ".join(cells) + " |")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    text = Path(path).read_text() if Path(path).exists() else ""
+    marker = "<!-- matrix -->"
+    table = "\n".join(lines) + "\n"
+    if marker in text:  # keep the hand-written part of the page below the marker
+        table += "\n" + marker + text.split(marker, 1)[1]
+    Path(path).write_text(table)

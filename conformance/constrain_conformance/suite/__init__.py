@@ -1,0 +1,1 @@
+"""The test modules pytest collects with ``--pyargs constrain_conformance.suite``."""

@@ -1,0 +1,100 @@
+"""Fixtures of the suite: the backend under test, the oracle, the vocabulary,
+compiled pairs, the matrix recorder and the per-case timeout."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+import constrain_api as ca
+from constrain_conformance import corpus
+from constrain_conformance.plugin import BackendSpec, results
+
+
+@pytest.fixture(scope="session")
+def backend(backend_spec: BackendSpec) -> ca.Backend:
+    """The backend under test."""
+    return backend_spec.create()
+
+
+@pytest.fixture(scope="session")
+def oracle(request: pytest.FixtureRequest) -> ca.Backend:
+    """The oracle (``naive``)."""
+    return ca.get(request.config.getoption("--oracle"))
+
+
+@pytest.fixture(scope="session")
+def vocab(vocab_name: str) -> ca.Vocabulary:
+    """The vocabulary of this run (skips when a real one is absent)."""
+    if vocab_name == "small":
+        return corpus.small_vocabulary()
+    try:
+        return corpus.real_vocabulary(vocab_name)
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+
+
+_COMPILED: dict = {}
+
+
+@pytest.fixture
+def compiled_pair(backend_spec, backend, oracle, vocab, case, record):
+    """(backend's Compiled, oracle's Compiled) for this case; skips, recorded as
+    unsupported, what the backend's capabilities exclude or it refuses."""
+    if not backend.capabilities.supports(case.spec.kind):
+        record("unsupported")
+        pytest.skip(f"{backend_spec} does not support {case.spec.kind} (its Capabilities)")
+    key = (str(backend_spec), case.name, vocab.fingerprint)
+    if key not in _COMPILED:
+        try:
+            _COMPILED[key] = (backend.compile(case.spec, vocab), oracle.compile(case.spec, vocab))
+        except ca.UnsupportedConstraint as e:
+            _COMPILED[key] = e
+    value = _COMPILED[key]
+    if isinstance(value, ca.UnsupportedConstraint):
+        record("unsupported")
+        pytest.skip(f"{backend_spec} refused {case.name}: {value}")
+    return value
+
+
+@pytest.fixture
+def record(request: pytest.FixtureRequest, backend_spec: BackendSpec):
+    """``record(outcome, precision=, recall=)`` into the matrix row of this test."""
+    case = request.getfixturevalue("case") if "case" in request.fixturenames else None
+    family = case.family if case else "errors"
+    row = results(request.config)[(str(backend_spec), family)]
+
+    def add(outcome: str, precision: float = 1.0, recall: float = 1.0, note: str = "") -> None:
+        if outcome == "unsupported":
+            row.unsupported += 1
+        elif outcome == "pass":
+            row.passed += 1
+        else:
+            row.failed += 1
+        row.precision = min(row.precision, precision)
+        row.recall = min(row.recall, recall)
+        if note:
+            row.notes.add(note)
+
+    return add
+
+
+@pytest.fixture(autouse=True)
+def _case_timeout(request: pytest.FixtureRequest):
+    """Fail a case that runs past ``--conformance-timeout`` instead of hanging."""
+    if request.node.get_closest_marker("conformance") is None:
+        yield
+        return
+    seconds = request.config.getoption("--conformance-timeout")
+
+    def expire(signum, frame):
+        raise TimeoutError(f"conformance case exceeded {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

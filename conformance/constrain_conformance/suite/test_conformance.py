@@ -1,0 +1,113 @@
+"""The conformance checks, parametrized by the plugin over backend × vocabulary × case."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import constrain_api as ca
+from constrain_conformance import checks, paths
+
+pytestmark = pytest.mark.conformance
+
+PATH_KINDS = [*paths.PATH_KINDS, "random"]
+
+
+def _paths(kind, vocab, case, oracle_compiled):
+    if kind == "random":
+        rng = random.Random(f"{case.name}/{vocab.fingerprint}")
+        return [paths.random_path(oracle_compiled, rng, 24) for _ in range(3)]
+    found = [paths.PATH_KINDS[kind](vocab, doc) for doc in case.valid]
+    return [p for p in found if p is not None]
+
+
+@pytest.mark.parametrize("path_kind", PATH_KINDS)
+def test_masks_match_the_oracle(compiled_pair, case, vocab, path_kind, backend, record):
+    compiled, oracle = compiled_pair
+    token_paths = _paths(path_kind, vocab, case, oracle)
+    if not token_paths:
+        pytest.skip(f"the vocabulary has no {path_kind} path for {case.name}")
+    exact = backend.capabilities.is_exact(case.spec.kind)
+    for path in token_paths:
+        result = checks.compare_masks(compiled, oracle, path)
+        # a backend declared inexact must still never be more permissive than the oracle
+        ok = result.exact if exact else not result.extra
+        record("pass" if ok else "fail", result.precision, result.recall)
+        assert ok, f"{case.name} ({path_kind}): {result.describe(vocab)}"
+
+
+@pytest.mark.parametrize("path_kind", list(paths.PATH_KINDS))
+def test_documents_accepted_and_rejected(compiled_pair, case, vocab, path_kind, backend, record):
+    compiled, oracle = compiled_pair
+    exact = backend.capabilities.is_exact(case.spec.kind)
+    checked = 0
+    for doc in case.valid:
+        path = paths.PATH_KINDS[path_kind](vocab, doc)
+        if path is None:
+            continue
+        verdict = checks.run_document(compiled, path)
+        checked += 1
+        if exact:
+            assert verdict.accepted, (
+                f"valid {doc!r} ({path_kind}) stopped at step {verdict.stopped_at}"
+            )
+    for doc in case.invalid:
+        path = paths.PATH_KINDS[path_kind](vocab, doc)
+        if path is None:
+            continue
+        verdict = checks.run_document(compiled, path)
+        expected = checks.run_document(oracle, path)
+        checked += 1
+        assert not expected.accepted, f"corpus error: the oracle accepts {doc!r}"
+        assert not verdict.accepted, f"invalid {doc!r} ({path_kind}) accepted"
+        if exact:
+            assert verdict.stopped_at == expected.stopped_at, (
+                f"invalid {doc!r} ({path_kind}) rejected at step {verdict.stopped_at}, "
+                f"the oracle at {expected.stopped_at}"
+            )
+    if not checked:
+        pytest.skip(f"the vocabulary has no {path_kind} path for {case.name}'s documents")
+    record("pass")
+
+
+def test_state_operations(compiled_pair, case, vocab, record):
+    compiled, _ = compiled_pair
+    path = paths.natural(vocab, case.valid[0]) or paths.longest_match(vocab, case.valid[0])
+    failures = checks.state_operation_failures(compiled, path)
+    record("pass" if not failures else "fail")
+    assert not failures, "; ".join(failures)
+
+
+def test_concurrent_checkers_agree_with_sequential_ones(compiled_pair, case, vocab, record):
+    compiled, _ = compiled_pair
+    token_paths = [p for p in (paths.longest_match(vocab, d) for d in case.valid) if p]
+    differing = checks.concurrency_failures(compiled, token_paths * 2)
+    record("pass" if not differing else "fail")
+    assert not differing, f"paths {differing} gave other masks in threads"
+
+
+def test_unsupported_kinds_are_refused(backend, backend_spec, vocab, record):
+    for case in _one_case_per_kind():
+        if backend.capabilities.supports(case.spec.kind):
+            continue
+        with pytest.raises(ca.UnsupportedConstraint):
+            backend.compile(case.spec, vocab)
+    record("pass")
+
+
+def test_backreference_is_refused(backend, vocab, record):
+    if not backend.capabilities.supports("regex"):
+        pytest.skip("no regex support")
+    with pytest.raises(ca.UnsupportedConstraint):
+        backend.compile(ca.Regex(r"(ab)\1"), vocab)
+    record("pass")
+
+
+def _one_case_per_kind():
+    from constrain_conformance.corpus import CASES
+
+    seen = {}
+    for case in CASES:
+        seen.setdefault(case.spec.kind, case)
+    return list(seen.values())

@@ -1,0 +1,144 @@
+"""The suite catches broken backends: each deliberately broken variant of the
+oracle fails the check aimed at its defect, directly and through pytest."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from constrain_conformance import checks, corpus, paths
+
+import constrain_api as ca
+
+pytest_plugins = ["pytester"]
+
+
+class Tampered:
+    """A checker that delegates to the oracle's and then breaks one thing."""
+
+    def __init__(self, inner, defect: str, vocab: ca.Vocabulary):
+        self.inner, self.defect, self.vocab = inner, defect, vocab
+
+    def fill_mask(self, bitmask, row: int = 0) -> None:
+        self.inner.fill_mask(bitmask, row)
+        words = ca.row_view(bitmask, row)
+        allowed = ca.TokenMask(words, self.vocab.size)
+        if self.defect == "allows-forbidden" and allowed.count():
+            forbidden = np.setdiff1d(self.vocab.normal_ids(), allowed.allowed_ids())
+            if forbidden.size:  # one extra token, whenever anything is allowed
+                t = int(forbidden[0])
+                words[t >> 5] |= np.int32(np.uint32(1 << (t & 31)).view(np.int32))
+        if self.defect == "misses-bridge":
+            for t in allowed.allowed_ids().tolist():  # drop tokens spanning '"' and more
+                data = self.vocab.token_bytes(t)
+                if b'"' in data and len(data.strip(b'"')) and data != b'"':
+                    words[t >> 5] &= np.int32(
+                        np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF).view(np.int32)
+                    )
+
+    def mask(self) -> ca.TokenMask:
+        words = ca.allocate_bitmask(1, self.vocab.size)[0]
+        self.fill_mask(words)
+        return ca.TokenMask(words, self.vocab.size)
+
+    def rollback(self, n: int) -> None:
+        if self.defect == "rollback-off-by-one" and n > 1:
+            n -= 1
+        self.inner.rollback(n)
+
+    def fork(self):
+        return Tampered(self.inner.fork(), self.defect, self.vocab)
+
+    def __getattr__(self, name):  # init, update, accepts, validate, is_accepting, ...
+        return getattr(self.inner, name)
+
+
+class TamperedCompiled:
+    def __init__(self, inner: ca.Compiled, defect: str):
+        self.inner, self.defect = inner, defect
+        self.spec, self.vocab, self.stats = inner.spec, inner.vocab, inner.stats
+
+    def checker(self):
+        return Tampered(self.inner.checker(), self.defect, self.vocab)
+
+    def fill_masks(self, checkers, bitmask):
+        for i, c in enumerate(checkers):
+            c.fill_mask(bitmask, i)
+
+
+def broken_backend(defect: str) -> type:
+    class Broken:
+        name = f"broken-{defect}"
+        capabilities = ca.get("naive").capabilities
+
+        def compile(self, spec, vocab, **options):
+            return TamperedCompiled(ca.get("naive").compile(spec, vocab), defect)
+
+    return Broken
+
+
+@pytest.fixture(scope="module")
+def json_case():
+    return next(c for c in corpus.CASES if c.name == "json")
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return corpus.small_vocabulary()
+
+
+@pytest.fixture(scope="module")
+def oracle(json_case, vocab):
+    return ca.get("naive").compile(json_case.spec, vocab)
+
+
+def test_allowing_a_forbidden_token_is_caught(json_case, vocab, oracle):
+    broken = TamperedCompiled(oracle, "allows-forbidden")
+    result = checks.compare_masks(broken, oracle, paths.natural(vocab, json_case.valid[0]))
+    assert result.extra and result.precision < 1.0 and not result.exact
+
+
+def test_missing_a_bridge_token_is_caught(json_case, vocab, oracle):
+    broken = TamperedCompiled(oracle, "misses-bridge")
+    path = paths.longest_match(vocab, json_case.valid[0])
+    result = checks.compare_masks(broken, oracle, path)
+    assert result.missing and result.recall < 1.0 and not result.extra
+    assert any(b'"' in vocab.token_bytes(t) for _, t in result.missing)
+
+
+def test_rollback_off_by_one_is_caught(json_case, vocab, oracle):
+    broken = TamperedCompiled(oracle, "rollback-off-by-one")
+    failures = checks.state_operation_failures(broken, paths.natural(vocab, json_case.valid[0]))
+    assert any("rollback" in f for f in failures)
+
+
+def test_the_intact_oracle_passes_the_same_checks(json_case, vocab, oracle):
+    path = paths.longest_match(vocab, json_case.valid[0])
+    assert checks.compare_masks(oracle, oracle, path).exact
+    assert not checks.state_operation_failures(oracle, path)
+
+
+@pytest.mark.parametrize(
+    ("defect", "failing_test"),
+    [
+        ("allows-forbidden", "test_masks_match_the_oracle"),
+        ("misses-bridge", "test_masks_match_the_oracle"),
+        ("rollback-off-by-one", "test_state_operations"),
+    ],
+)
+def test_the_suite_run_by_pytest_fails_broken_backends(pytester, defect, failing_test):
+    unregister = ca.register(broken_backend(defect))
+    try:
+        result = pytester.runpytest_inprocess(
+            "--pyargs",
+            "constrain_conformance.suite",
+            "--backend",
+            f"broken-{defect}",
+            "-k",
+            f"{failing_test} and json",
+            "-p",
+            "no:cacheprovider",
+        )
+    finally:
+        unregister()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 1, result.stdout.str()[-2000:]
