@@ -1,6 +1,7 @@
 """One mask of the naive backend on the Llama-3 vocabulary (128,256 ids).
 
-States measured: the ISO date-time regex at its start; the widest regex state
+The constraints are the conformance corpus's. States measured: the ISO
+date-time regex at its start; the widest regex state
 (inside a JSON string, ~123k tokens allowed); a JSON grammar at the start of
 a value, inside a string and after a key. Each benchmark times a cold walk:
 the checker's caches are irrelevant (a fresh mask every round), but the
@@ -10,22 +11,9 @@ Earley recognizer's memo is warm after the first round, as it is in decoding.
 from __future__ import annotations
 
 import pytest
+from constrain_conformance.corpus import DATE_TIME, JSON_GRAMMAR, JSON_STRING
 
 import constrain_api as ca
-
-DATE_TIME = r"\d{4}-[01]\d-[0-3]\dT[0-2]\d:[0-5]\d:[0-5]\d([+-][0-2]\d:[0-5]\d|Z)"
-JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
-JSON_GRAMMAR = r"""
-?start: value
-?value: object | array | ESCAPED_STRING | SIGNED_NUMBER | "true" | "false" | "null"
-array: "[" [value ("," value)*] "]"
-object: "{" [pair ("," pair)*] "}"
-pair: ESCAPED_STRING ":" value
-%import common.ESCAPED_STRING
-%import common.SIGNED_NUMBER
-%import common.WS
-%ignore WS
-"""
 
 
 @pytest.fixture(scope="module")
