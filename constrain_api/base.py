@@ -100,7 +100,7 @@ class StateChecker(ABC, Generic[S]):
     # -- the Checker protocol ----------------------------------------------------
     @property
     def state(self) -> S:
-        """The current state (``None``-like sentinel after EOS is internal)."""
+        """The current state (an internal sentinel once EOS was accepted; see ``terminated``)."""
         return self._stack[-1]
 
     @property

@@ -47,6 +47,39 @@ NUMBER: /[0-9]+(\.[0-9]+)?/
 %ignore " "
 """
 
+C_SUBSET_GRAMMAR = r"""
+start: function+
+function: type NAME "(" [param ("," param)*] ")" block
+param: type NAME
+type: "int" | "void" | "char"
+block: "{" statement* "}"
+?statement: "return" expr ";"
+    | type NAME ["=" expr] ";"
+    | NAME "=" expr ";"
+    | "if" "(" expr ")" block ["else" block]
+    | "while" "(" expr ")" block
+    | expr ";"
+?expr: term (OP term)*
+?term: NUMBER | NAME | NAME "(" [expr ("," expr)*] ")" | "(" expr ")"
+OP: "+" | "-" | "<" | ">" | "=="
+NAME: /[a-zA-Z_][a-zA-Z0-9_]*/
+NUMBER: /[0-9]+/
+%import common.WS
+%ignore WS
+"""
+
+# An XML document constrained by its schema, in the spirit of DOMINO's appendix.
+XML_SCHEMA_GRAMMAR = r"""
+start: "<person>" name age? email* "</person>"
+name: "<name>" TEXT "</name>"
+age: "<age>" INT "</age>"
+email: "<email>" TEXT "@" TEXT "</email>"
+TEXT: /[A-Za-z][A-Za-z .]*/
+INT: /[0-9]+/
+%import common.WS
+%ignore WS
+"""
+
 IPV4 = r"((25[0-5]|2[0-4]\d|[01]?\d\d?)\.){3}(25[0-5]|2[0-4]\d|[01]?\d\d?)"
 DATE_TIME = r"\d{4}-[01]\d-[0-3]\dT[0-2]\d:[0-5]\d:[0-5]\d([+-][0-2]\d:[0-5]\d|Z)"
 JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
@@ -97,6 +130,27 @@ CASES: tuple[Case, ...] = (
             '{"é": "中文", "n": []}',
         ),
         ('{"a" 1}', "[1, 2,]", '{"a": tru}'),
+    ),
+    Case(
+        "c-subset",
+        "grammar",
+        ca.Grammar(C_SUBSET_GRAMMAR),
+        (
+            "int main() { return 0; }",
+            "void f(int a, char b) {\n  if (a < b) { a = a + 1; } else { b = 2; }\n"
+            "  while (a) { f(a, b); }\n}",
+        ),
+        ("int main() { return 0 }", "int f( { }", "main() {}"),
+    ),
+    Case(
+        "xml-schema",
+        "grammar",
+        ca.Grammar(XML_SCHEMA_GRAMMAR),
+        (
+            "<person><name>Ada Lovelace</name><age>36</age><email>ada@example.com</email></person>",
+            "<person>\n  <name>Alan</name>\n</person>",
+        ),
+        ("<person><age>36</age></person>", "<person><name>Ada</name><age>x</age></person>"),
     ),
     Case(
         "arithmetic",

@@ -87,12 +87,23 @@ def test_concurrent_checkers_agree_with_sequential_ones(compiled_pair, case, voc
     assert not differing, f"paths {differing} gave other masks in threads"
 
 
+# One small spec of every built-in kind, to probe what a backend refuses.
+PROBES = {
+    "regex": ca.Regex("a+"),
+    "grammar": ca.Grammar('start: "a"+'),
+    "choice": ca.Choice(["a", "b"]),
+    "where": ca.Where("len(x) <= 3"),
+    "json_schema": ca.JsonSchema({"type": "string"}),
+}
+
+
 def test_unsupported_kinds_are_refused(backend, backend_spec, vocab, record):
-    for case in _one_case_per_kind():
-        if backend.capabilities.supports(case.spec.kind):
-            continue
+    refused = [spec for kind, spec in PROBES.items() if not backend.capabilities.supports(kind)]
+    if not refused:
+        pytest.skip(f"{backend_spec} declares every built-in kind")
+    for spec in refused:
         with pytest.raises(ca.UnsupportedConstraint):
-            backend.compile(case.spec, vocab)
+            backend.compile(spec, vocab)
     record("pass")
 
 
@@ -102,12 +113,3 @@ def test_backreference_is_refused(backend, vocab, record):
     with pytest.raises(ca.UnsupportedConstraint):
         backend.compile(ca.Regex(r"(ab)\1"), vocab)
     record("pass")
-
-
-def _one_case_per_kind():
-    from constrain_conformance.corpus import CASES
-
-    seen = {}
-    for case in CASES:
-        seen.setdefault(case.spec.kind, case)
-    return list(seen.values())
