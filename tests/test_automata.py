@@ -6,10 +6,10 @@ import functools
 import itertools
 import re
 import time
-from collections import deque
 
 import numpy as np
 import pytest
+from automata_support import shortest_completion
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,27 +32,6 @@ from constrain_api.errors import CompileLimitExceeded, ConstraintError, Unsuppor
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # ------------------------------------------------------------------ helpers
-
-
-def shortest_completion(dfa: ByteDFA, state: int) -> bytes | None:
-    """The shortest byte string leading from ``state`` to acceptance (BFS), or None."""
-    if state < 0:
-        return None
-    prev: dict[int, tuple[int, int] | None] = {state: None}
-    queue = deque([state])
-    while queue:
-        s = queue.popleft()
-        if dfa.accept[s]:
-            out = []
-            while prev[s] is not None:
-                s, b = prev[s]
-                out.append(b)
-            return bytes(reversed(out))
-        for b, t in enumerate(dfa.rows[s]):
-            if t >= 0 and t not in prev:
-                prev[t] = (s, b)
-                queue.append(t)
-    return None
 
 
 def assert_trimmed(dfa: ByteDFA) -> None:

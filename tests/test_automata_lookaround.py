@@ -7,9 +7,9 @@ import itertools
 import random
 import re
 import time
-from collections import deque
 
 import pytest
+from automata_support import shortest_completion
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,27 +39,6 @@ BEHIND = "lookbehind at the start of a pattern (it inspects text before the matc
 AHEAD = "lookahead at the end of a pattern (it inspects text after the match)"
 
 ALPHABET = ["\\", '"', "a", "é"]
-
-
-def shortest_completion(dfa: ByteDFA, state: int) -> bytes | None:
-    """The shortest byte string leading from ``state`` to acceptance (BFS), or None."""
-    if state < 0:
-        return None
-    prev: dict[int, tuple[int, int] | None] = {state: None}
-    queue = deque([state])
-    while queue:
-        s = queue.popleft()
-        if dfa.accept[s]:
-            out = []
-            while prev[s] is not None:
-                s, b = prev[s]
-                out.append(b)
-            return bytes(reversed(out))
-        for b, t in enumerate(dfa.rows[s]):
-            if t >= 0 and t not in prev:
-                prev[t] = (s, b)
-                queue.append(t)
-    return None
 
 
 def random_texts(seed: int, count: int, alphabet: str = '\\"aé/\n', max_len: int = 9) -> list[str]:
