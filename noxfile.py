@@ -5,6 +5,8 @@ conformance suite on the real vocabularies too, writing docs/conformance.md),
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
 nox.options.sessions = ["tests", "lint"]
@@ -66,6 +68,7 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """The micro benchmarks in benchmarks/; JSON results go to reports/."""
     _install_project(session)
+    Path("reports").mkdir(exist_ok=True)
     session.run(
         "pytest",
         "benchmarks",
