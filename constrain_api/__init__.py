@@ -20,6 +20,7 @@ from .errors import (
 )
 from .grammar import GrammarIR, Rule, Terminal, lower_grammar
 from .hookspecs import hookimpl
+from .jsonschema import lower_json_schema
 from .masks import (
     SpecialBits,
     TokenMask,
@@ -95,6 +96,7 @@ __all__ = [
     "hookimpl",
     "llama3_special_tokens",
     "lower_grammar",
+    "lower_json_schema",
     "parse_regex",
     "plugin_errors",
     "register",

@@ -371,11 +371,24 @@ class JsonSchema(Constraint):
     ``whitespace="flexible"``: up to ``max_whitespace`` whitespace
     characters wherever JSON allows whitespace (``max_whitespace`` is
     ignored for compact).
+
+    ``additional_properties``: what an object schema without
+    ``additionalProperties`` allows beyond its ``properties`` — ``True``
+    (the standard: any further members) or ``False`` (none).
+    ``one_of``: ``"exact"`` lowers ``oneOf`` only when its branches are
+    provably disjoint (else ``UnsupportedConstraint``); ``"any_of"`` lowers
+    it as ``anyOf`` (documents matching several branches are then accepted).
+    ``format_assertion``: known ``format`` names restrict strings (``True``)
+    or only annotate, as the 2020-12 default vocabulary says (``False``).
+    ``constrain_api.jsonschema.lower_json_schema`` gives the language.
     """
 
     schema_json: str
     whitespace: str
     max_whitespace: int
+    additional_properties: bool
+    one_of: str
+    format_assertion: bool
     kind: ClassVar[str] = "json_schema"
 
     def __init__(
@@ -383,6 +396,10 @@ class JsonSchema(Constraint):
         schema: Mapping[str, Any] | bool | str,
         whitespace: str = "compact",
         max_whitespace: int = 1,
+        *,
+        additional_properties: bool = True,
+        one_of: str = "exact",
+        format_assertion: bool = True,
     ) -> None:
         if isinstance(schema, str):
             parsed = _parse_schema_text(schema)
@@ -401,6 +418,14 @@ class JsonSchema(Constraint):
             _schema_error(f"whitespace must be 'compact' or 'flexible', got {whitespace!r}")
         if type(max_whitespace) is not int or max_whitespace < 0:
             _schema_error(f"max_whitespace must be an int >= 0, got {max_whitespace!r}")
+        if one_of not in ("exact", "any_of"):
+            _schema_error(f"one_of must be 'exact' or 'any_of', got {one_of!r}")
+        for name, flag in (
+            ("additional_properties", additional_properties),
+            ("format_assertion", format_assertion),
+        ):
+            if not isinstance(flag, bool):
+                _schema_error(f"{name} must be a bool, got {flag!r}")
         try:
             text = json.dumps(parsed, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (ValueError, TypeError, RecursionError) as e:
@@ -409,6 +434,9 @@ class JsonSchema(Constraint):
         object.__setattr__(self, "schema_json", text)
         object.__setattr__(self, "whitespace", whitespace)
         object.__setattr__(self, "max_whitespace", max_whitespace)
+        object.__setattr__(self, "additional_properties", additional_properties)
+        object.__setattr__(self, "one_of", one_of)
+        object.__setattr__(self, "format_assertion", format_assertion)
 
     @property
     def schema(self) -> Any:

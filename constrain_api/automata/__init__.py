@@ -13,6 +13,7 @@
 
 from .dfa import DEFAULT_MAX_STATES, ByteDFA
 from .predicates import dfa_for_predicate
+from .printer import to_regex
 from .regex import (
     MAX_CODE_POINT,
     Alt,
@@ -25,6 +26,7 @@ from .regex import (
     Repeat,
     Seq,
     alt,
+    nullable,
     parse_regex,
     quantifier_modes,
     repeat,
@@ -48,9 +50,11 @@ __all__ = [
     "Seq",
     "alt",
     "dfa_for_predicate",
+    "nullable",
     "parse_regex",
     "quantifier_modes",
     "repeat",
     "seq",
+    "to_regex",
     "utf8_sequences",
 ]

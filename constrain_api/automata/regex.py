@@ -366,39 +366,39 @@ _VOID = CharSet(())
 _SIGMA_STAR = Repeat(CharSet(((0, MAX_CODE_POINT),)), 0, None)
 
 
-def _is_void(node: Node) -> bool:
+def is_void(node: Node) -> bool:
     """Whether the node surely matches nothing (a sound, syntactic test)."""
     if isinstance(node, CharSet):
         return node.is_empty()
     if isinstance(node, Seq):
-        return any(_is_void(p) for p in node.parts)
+        return any(is_void(p) for p in node.parts)
     if isinstance(node, Alt):
-        return all(_is_void(o) for o in node.options)
+        return all(is_void(o) for o in node.options)
     if isinstance(node, Repeat):
-        return node.min > 0 and _is_void(node.node)
+        return node.min > 0 and is_void(node.node)
     if isinstance(node, Intersect):
-        return _is_void(node.left) or _is_void(node.right)
+        return is_void(node.left) or is_void(node.right)
     if isinstance(node, Difference):
-        return _is_void(node.left)
+        return is_void(node.left)
     return False
 
 
-def _nullable(node: Node) -> bool:
+def nullable(node: Node) -> bool:
     """Whether the empty string is in the node's language."""
     if isinstance(node, Empty):
         return True
     if isinstance(node, CharSet | Literal):
         return False
     if isinstance(node, Seq):
-        return all(_nullable(p) for p in node.parts)
+        return all(nullable(p) for p in node.parts)
     if isinstance(node, Alt):
-        return any(_nullable(o) for o in node.options)
+        return any(nullable(o) for o in node.options)
     if isinstance(node, Repeat):
-        return node.min == 0 or _nullable(node.node)
+        return node.min == 0 or nullable(node.node)
     if isinstance(node, Intersect):
-        return _nullable(node.left) and _nullable(node.right)
+        return nullable(node.left) and nullable(node.right)
     if isinstance(node, Difference):
-        return _nullable(node.left) and not _nullable(node.right)
+        return nullable(node.left) and not nullable(node.right)
     raise TypeError(f"not a regex AST node: {node!r}")
 
 
@@ -480,26 +480,26 @@ def _derive(node: Node, ch: str, at_end: bool) -> Node:
             head, rest = node.parts[0], seq(*node.parts[1:])
         d = _derive(head, ch, at_end)
         options = [seq(rest, d) if at_end else seq(d, rest)]
-        if _nullable(head):
+        if nullable(head):
             options.append(_derive(rest, ch, at_end))
-        return alt(*(o for o in options if not _is_void(o)))
+        return alt(*(o for o in options if not is_void(o)))
     if isinstance(node, Alt):
         ds = (_derive(o, ch, at_end) for o in node.options)
-        return alt(*(d for d in ds if not _is_void(d)))
+        return alt(*(d for d in ds if not is_void(d)))
     if isinstance(node, Repeat):
         if node.max == 0:
             return _VOID
         d = _derive(node.node, ch, at_end)
-        if _is_void(d):
+        if is_void(d):
             return _VOID
         rest = repeat(node.node, max(node.min - 1, 0), None if node.max is None else node.max - 1)
         return seq(rest, d) if at_end else seq(d, rest)
     if isinstance(node, Intersect):
         left, right = _derive(node.left, ch, at_end), _derive(node.right, ch, at_end)
-        return _VOID if _is_void(left) or _is_void(right) else Intersect(left, right)
+        return _VOID if is_void(left) or is_void(right) else Intersect(left, right)
     if isinstance(node, Difference):
         left, right = _derive(node.left, ch, at_end), _derive(node.right, ch, at_end)
-        if _is_void(left) or _is_void(right):
+        if is_void(left) or is_void(right):
             return left
         return Difference(left, right)
     raise TypeError(f"not a regex AST node: {node!r}")
@@ -737,12 +737,12 @@ class _Look:
                 for ch in part if self.behind else reversed(part):
                     d = _derive(d, ch, at_end=not self.behind)
                 options.append(d)
-        return alt(*(o for o in options if not _is_void(o)))
+        return alt(*(o for o in options if not is_void(o)))
 
     def apply(self, node: Node) -> Node:
         """The window's node restricted by the assertion."""
         cond = self.condition()
-        if _is_void(cond):
+        if is_void(cond):
             return node if self.negative else _VOID
         return Difference(node, cond) if self.negative else Intersect(node, cond)
 
@@ -873,7 +873,7 @@ class _Converter:
         for look in looks:
             if look.lo < look.hi:
                 active.append(look)
-            elif _nullable(look.condition()) == look.negative:
+            elif nullable(look.condition()) == look.negative:
                 return _VOID  # decided by fixed text: never holds
             # else: always holds, nothing to add
         # make the windows nest: widen one of two crossing windows

@@ -1,7 +1,9 @@
 """Backend ``naive``: test every token of the vocabulary at every step.
 
 Regexes, choices and LMQL-style predicates become one byte DFA (the core's
-``constrain_api.automata``); grammars run on a byte-level Earley recognizer.
+``constrain_api.automata``); grammars run on a byte-level Earley recognizer;
+JSON schemas take whichever of the two the core's ``lower_json_schema``
+lowers them to.
 Either way a step walks the vocabulary trie once from the current state.
 The masks are exact by construction: this backend is the oracle.
 """
@@ -25,12 +27,13 @@ from constrain_api import (
     Vocabulary,
     dfa_for_predicate,
     lower_grammar,
+    lower_json_schema,
 )
 
 from .earley import Column, EarleyRecognizer
 from .scan import TrieScan
 
-KINDS = frozenset({"regex", "grammar", "choice", "where"})
+KINDS = frozenset({"regex", "grammar", "choice", "where", "json_schema"})
 
 
 class _ScanCache:
@@ -71,11 +74,14 @@ class NaiveBackend(BaseBackend):
             raise TypeError(f"unknown compile options for naive: {sorted(options)}")
         start = time.perf_counter()
         try:
-            if spec.kind == "grammar":
-                ir = lower_grammar(spec, backend=self.name)
+            target = lower_json_schema(spec) if spec.kind == "json_schema" else spec
+            if target.kind == "grammar":
+                ir = lower_grammar(target, backend=self.name)
                 recognizer = EarleyRecognizer(ir, max_states=max_states)
                 if recognizer.empty_language:
-                    raise ConstraintError("grammar", f"rule {spec.start!r} derives no string", None)
+                    raise ConstraintError(
+                        "grammar", f"rule {target.start!r} derives no string", None
+                    )
                 scan = self._scans.get(vocab)
                 stats = CompileStats(
                     time.perf_counter() - start,
@@ -83,7 +89,7 @@ class NaiveBackend(BaseBackend):
                     extra={"terminals": len(ir.terminals)},
                 )
                 return EarleyCompiled(spec, vocab, stats, recognizer, scan)
-            dfa = _dfa_for(spec, max_states)
+            dfa = _dfa_for(target, max_states)
         except UnsupportedConstraint as e:
             raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
         scan = self._scans.get(vocab)

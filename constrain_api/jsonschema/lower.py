@@ -1,0 +1,957 @@
+"""The schema walker: a JSON Schema → an ``ir`` expression.
+
+One ``Lowerer`` runs in one of two modes. *Regex mode* inlines every
+``$ref`` and gives up (``NotRegular``) on recursion and on schema-free values
+(``true``, ``additionalProperties`` left open), which no regex describes.
+*Grammar mode* turns ``$ref`` targets into rules and writes schema-free
+values with the JSON rules, so every schema it accepts becomes a grammar.
+
+The language of a schema (what the text must be; see ``docs/jsonschema.md``):
+
+* values are written as JSON with the whitespace policy of the options;
+  strings in their canonical form (``strings``), numbers in the forms
+  ``numbers`` documents;
+* object members in a fixed order: the ``properties`` in schema order (then
+  ``required`` names that ``properties`` lacks), then any additional members;
+* a keyword that cannot be expressed exactly raises ``UnsupportedConstraint``
+  naming it and its JSON pointer — nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import jsonschema
+import referencing
+import referencing.jsonschema
+
+from ..automata import ByteDFA
+from ..errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
+from . import formats, numbers, strings
+from .ir import EMPTY, NOTHING, Call, Expr, Rx, cat, either, rep, separated, size
+from .refs import SCHEMA_KEYWORDS, SchemaIndex, join_pointer
+
+ROOT_URI = "urn:constrain-api:schema"
+
+#: Keywords that only annotate (or are unknown): they never change the language.
+#: Everything the walker does not list here or handle is refused by name.
+_HANDLED = {
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+    "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+    "uniqueItems", "maxProperties", "minProperties", "required", "allOf", "anyOf",
+    "oneOf", "not", "prefixItems", "items", "additionalItems", "properties",
+    "patternProperties", "additionalProperties", "propertyNames", "format", "$ref",
+    "unevaluatedProperties", "unevaluatedItems", "if", "then", "else",
+}  # fmt: skip
+_REFUSED = {
+    "dependentRequired": "members required by the presence of others",
+    "dependencies": "members required by the presence of others",
+    "dependentSchemas": "schemas applied by the presence of members",
+    "contains": "an array must contain a matching element",
+    "minContains": "counts of matching elements",
+    "maxContains": "counts of matching elements",
+    "$dynamicRef": "dynamic scope",
+    "$recursiveRef": "dynamic scope",
+}
+_TYPES = ("null", "boolean", "object", "array", "string", "number")
+_APPLICATORS = {
+    "allOf", "anyOf", "oneOf", "not", "$ref", "if", "then", "else", "dependentSchemas",
+    "__allOf__",
+}  # fmt: skip
+
+
+class NotRegular(Exception):
+    """Regex mode met recursion or a schema-free value."""
+
+
+class _TooDeep(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a schema becomes a language (the ``JsonSchema`` spec's fields)."""
+
+    whitespace: str = "compact"
+    max_whitespace: int = 1
+    additional_properties: bool = True
+    one_of: str = "exact"
+    format_assertion: bool = True
+    max_regex_chars: int = 200_000
+    max_grammar_chars: int = 2_000_000
+    max_states: int = 20_000
+
+
+def _unsupported(construct: str, where: str, reason: str) -> UnsupportedConstraint:
+    return UnsupportedConstraint("json_schema", f"{construct} at {where or '/'}", reason)
+
+
+def _types_of(s: dict) -> set[str]:
+    t = s.get("type")
+    if t is None:
+        return set(_TYPES)
+    names = {t} if isinstance(t, str) else set(t)
+    if "integer" in names and "number" not in names:
+        names.add("integer")
+    return names
+
+
+class Lowerer:
+    """Lower one schema document (see the module docstring for the modes)."""
+
+    def __init__(self, index: SchemaIndex, root: Any, options: Options, *, grammar: bool):
+        self.index = index
+        self.root = root  # references rewritten to "#<pointer>" (see lower_json_schema)
+        self.options = options
+        self.grammar = grammar
+        self.rules: dict[str, Expr] = {}
+        self._names: dict[str, str] = {}
+        self._active: list[str] = []
+        self._recursive: set[str] = set()
+        self._memo: dict[str, Expr] = {}
+        self._validator: Any = None
+        self.rules_inlined: dict[str, Expr] = {}
+        self._depth = 0
+        ws = options.whitespace == "flexible" and options.max_whitespace > 0
+        self.ws = Rx(f"[ \\t\\n\\r]{{0,{options.max_whitespace}}}", True) if ws else EMPTY
+        self.any_value_used = False
+
+    # -------------------------------------------------------------- entry
+
+    def lower_document(self) -> Expr:
+        meta = self.root.get("$schema") if isinstance(self.root, dict) else None
+        if isinstance(meta, str) and "//json-schema.org/" not in meta:
+            raise _unsupported(
+                f"$schema {meta!r}", "", "a custom meta-schema may switch vocabularies off"
+            )
+        return cat(self.ws, self.lower(self.root, ""), self.ws)
+
+    def lower(self, schema: Any, where: str) -> Expr:
+        """The expression of ``schema`` (found at ``where``)."""
+        if schema is True:
+            return self.any_value()
+        if schema is False:
+            return NOTHING
+        key = json.dumps(schema, sort_keys=False)
+        if key in self._memo:
+            return self._memo[key]
+        if self._depth > 150:
+            raise _unsupported(
+                "schema", where, "nested more than 150 deep (a reference cycle through siblings?)"
+            )
+        self._depth += 1
+        try:
+            expr = self._lower(dict(schema), where)
+        except RecursionError:
+            raise _unsupported("schema", where, "nested too deeply") from None
+        finally:
+            self._depth -= 1
+        self._memo[key] = expr
+        self._check_size(expr)
+        return expr
+
+    def _check_size(self, expr: Expr) -> None:
+        limit = self.options.max_grammar_chars if self.grammar else self.options.max_regex_chars
+        n = size(expr)
+        if n > limit:
+            if not self.grammar:
+                raise NotRegular
+            raise CompileLimitExceeded("regex_size", limit, n, "the schema's lowering is too big")
+
+    # ---------------------------------------------------------- structure
+
+    def _lower(self, s: dict, where: str) -> Expr:
+        if "$ref" in s:
+            ref = s.pop("$ref")
+            target = self._target(ref, where)
+            if not _validating(s) or self.index.legacy_ref:  # drafts <= 7 ignore siblings
+                return self.lower_ref(target)
+            s = self._merge(self._expand(self.index.at(target, self.root), target), s, where)
+        for key in ("unevaluatedProperties", "unevaluatedItems"):
+            if s.get(key, True) is not True and _APPLICATORS & set(s):
+                raise _unsupported(
+                    key, where, "what counts as evaluated depends on the applicators beside it"
+                )
+        if "allOf" in s:
+            s = self._flatten(s, where)
+            if not isinstance(s, dict):
+                return self.lower(s, where)
+        for key, reason in _REFUSED.items():
+            if key in s and not _trivial(key, s[key]):
+                raise _unsupported(key, where, reason)
+        if "if" in s or "then" in s or "else" in s:
+            s = self._conditional(s, where)
+            if not isinstance(s, dict):
+                return self.lower(s, where)
+        if "anyOf" in s or "oneOf" in s:
+            return self._alternatives(s, where)
+        if "not" in s:
+            s = self._negate(s, where)
+            if s is False:
+                return NOTHING
+        if "__allOf__" in s:
+            merged: Any = s
+            for part in s.pop("__allOf__"):
+                merged = self._merge(merged, part, where)
+            return self.lower(merged, where)
+        if "enum" in s or "const" in s:
+            return self._enum(s, where)
+        return either(*(self._typed(t, s, where) for t in _TYPES if t in self._types(s)))
+
+    def _types(self, s: dict) -> set[str]:
+        names = _types_of(s)
+        if "integer" in names:
+            names.add("number")
+        return names
+
+    def _target(self, ref: str, where: str) -> str:
+        if not ref.startswith("#"):
+            raise _unsupported(f"$ref {ref[1:]!r}", where, "remote references are not fetched")
+        return ref[1:]
+
+    def lower_ref(self, pointer: str) -> Expr:
+        """The expression of the schema at ``pointer`` (a rule in grammar mode)."""
+        if pointer in self._active:
+            if not self.grammar:
+                raise NotRegular
+            self._recursive.add(pointer)
+            return Call(self._names[pointer])
+        if pointer in self._names:
+            name = self._names[pointer]
+            return Call(name) if name in self.rules else self.rules_inlined[name]
+        if len(self._active) > 200:
+            raise _unsupported("$ref", pointer, "references nest more than 200 deep")
+        name = f"d{len(self._names)}"
+        self._names[pointer] = name
+        self._active.append(pointer)
+        try:
+            body = self.lower(self.index.at(pointer, self.root), pointer)
+        finally:
+            self._active.pop()
+        if not self.grammar:
+            self.rules_inlined[name] = body
+            return body
+        if pointer not in self._recursive and isinstance(body, Rx) and size(body) < 2000:
+            self.rules_inlined[name] = body
+            return body
+        self.rules[name] = body
+        return Call(name)
+
+    def _expand(self, schema: Any, where: str, depth: int = 0) -> Any:
+        """``schema`` with a top-level ``$ref`` replaced by its target, merged."""
+        if not isinstance(schema, dict) or "$ref" not in schema:
+            return schema
+        if depth > 50:
+            raise _unsupported("$ref", where, "a cycle of references with no schema between")
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        target = self._target(schema["$ref"], where)
+        inner = self._expand(self.index.at(target, self.root), target, depth + 1)
+        if self.index.legacy_ref or not _validating(rest):
+            return inner
+        return self._merge(inner, rest, where)
+
+    def _flatten(self, s: dict, where: str) -> Any:
+        """``s`` with ``allOf`` merged in (``False`` if a branch is ``false``)."""
+        branches = s.pop("allOf")
+        out: Any = s
+        for i, branch in enumerate(branches):
+            here = join_pointer(where, "allOf", i)
+            out = self._merge(out, self._expand(branch, here), here)
+            if out is False:
+                break
+        if isinstance(out, dict) and "allOf" in out:
+            return self._flatten(out, where)
+        return out
+
+    # -------------------------------------------------------------- merge
+
+    def _merge(self, a: Any, b: Any, where: str) -> Any:
+        """A schema equivalent to ``allOf: [a, b]`` (one level deep)."""
+        if a is False or b is False:
+            return False
+        if a is True:
+            return dict(b) if isinstance(b, dict) else b
+        if b is True:
+            return dict(a)
+        a, b = self._expand(a, where), self._expand(b, where)
+        if a is False or b is False:
+            return False
+        if a is True or b is True:
+            return self._merge(a, b, where)
+        for side in (a, b):
+            for key in ("unevaluatedProperties", "unevaluatedItems"):
+                if side.get(key, True) is not True:
+                    raise _unsupported(
+                        f"{key} under allOf/anyOf/oneOf/$ref", where, "evaluation across schemas"
+                    )
+        out = dict(a)
+        arrays = any(k in s for s in (a, b) for k in ("items", "prefixItems", "additionalItems"))
+        for key, value in b.items():
+            if arrays and key in ("items", "prefixItems", "additionalItems"):
+                continue
+            if key not in out:
+                out[key] = value
+                continue
+            mine = out[key]
+            if mine == value:
+                continue
+            if key in ("anyOf", "oneOf", "not", "__allOf__"):
+                # two of these cannot share one schema: apply the second later
+                deferred = value if key == "__allOf__" else [{key: value}]
+                out["__allOf__"] = list(out.get("__allOf__", [])) + deferred
+                continue
+            out[key] = self._merge_keyword(key, mine, value, a, b, where)
+        if ("properties" in a and "properties" in b) or (
+            ("additionalProperties" in a or "additionalProperties" in b)
+            and ("properties" in a or "properties" in b)
+        ):
+            self._merge_objects(out, a, b, where)
+        if arrays:
+            self._merge_arrays(out, a, b)
+        return out
+
+    def _merge_arrays(self, out: dict, a: dict, b: dict) -> None:
+        """Elements of ``allOf: [a, b]``: position by position, then the tails."""
+        (pa, ta), (pb, tb) = _positional(a), _positional(b)
+        n = max(len(pa), len(pb))
+        pa, pb = pa + [ta] * (n - len(pa)), pb + [tb] * (n - len(pb))
+        for key in ("items", "prefixItems", "additionalItems"):
+            out.pop(key, None)
+        if n:
+            out["prefixItems"] = [_conj(x, y) for x, y in zip(pa, pb, strict=True)]
+        out["items"] = _conj(ta, tb)
+
+    def _merge_keyword(self, key: str, x: Any, y: Any, a: dict, b: dict, where: str) -> Any:
+        if key == "type":
+            tx = {x} if isinstance(x, str) else set(x)
+            ty = {y} if isinstance(y, str) else set(y)
+            for t1, t2 in ((tx, ty), (ty, tx)):
+                if "integer" in t1 and "number" in t2:
+                    t2.add("integer")
+            both = sorted(tx & ty)
+            return both if both else "__none__"
+        if key in ("minimum", "minLength", "minItems", "minProperties"):
+            return max(x, y)
+        if key in ("maximum", "maxLength", "maxItems", "maxProperties"):
+            return min(x, y)
+        if key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(x, bool):
+            if isinstance(y, bool):
+                raise _unsupported(key, where, "mixed draft-04 and later forms")
+            return max(x, y) if key == "exclusiveMinimum" else min(x, y)
+        if key == "required":
+            return list(dict.fromkeys(list(x) + list(y)))
+        if key == "enum":
+            return [v for v in x if any(_json_equal(v, w) for w in y)]
+        if key == "const":
+            return x if _json_equal(x, y) else {"__never__": True}
+        if key in ("properties", "patternProperties", "$defs", "definitions"):
+            merged = dict(x)
+            for name, sub in y.items():
+                merged[name] = {"allOf": [merged[name], sub]} if name in merged else sub
+            return merged
+        if key in ("items", "additionalProperties", "additionalItems", "propertyNames"):
+            if isinstance(x, list) or isinstance(y, list):
+                raise _unsupported(key, where, "merging positional item lists")
+            return {"allOf": [x, y]}
+        if key in ("pattern", "format", "multipleOf", "uniqueItems", "if", "then", "else"):
+            raise _unsupported(f"allOf with two {key} keywords", where, "their conjunction")
+        if not _validating({key: x}):
+            return x  # annotations: keep the first
+        raise _unsupported(f"allOf merging {key}", where, "no merge rule for this keyword")
+
+    def _merge_objects(self, out: dict, a: dict, b: dict, where: str) -> None:
+        """Members of ``allOf: [a, b]``: each side's ``additionalProperties``
+        applies to the names the *other* side declares."""
+        patterns = a.get("patternProperties") or b.get("patternProperties")
+        if patterns and "properties" in a and "properties" in b:
+            raise _unsupported(
+                "allOf with properties and patternProperties", where, "name-dependent merge"
+            )
+        names = dict.fromkeys(list(a.get("properties", {})) + list(b.get("properties", {})))
+        props = {}
+        for name in names:
+            parts = []
+            for side in (a, b):
+                if name in side.get("properties", {}):
+                    parts.append(side["properties"][name])
+                elif "additionalProperties" in side:
+                    parts.append(side["additionalProperties"])
+            props[name] = parts[0] if len(parts) == 1 else {"allOf": parts}
+        out["properties"] = props
+        adds = [s["additionalProperties"] for s in (a, b) if "additionalProperties" in s]
+        if adds:
+            out["additionalProperties"] = adds[0] if len(adds) == 1 else {"allOf": adds}
+
+    # ---------------------------------------------------------- combinators
+
+    def _alternatives(self, s: dict, where: str) -> Expr:
+        key = "anyOf" if "anyOf" in s else "oneOf"
+        branches = s.pop(key)
+        exprs = []
+        schemas = []
+        for i, branch in enumerate(branches):
+            here = join_pointer(where, key, i)
+            merged = self._merge(s, self._expand(branch, here), here)
+            schemas.append(merged)
+            exprs.append(self.lower(merged, here))
+        if key == "oneOf" and self.options.one_of == "exact":
+            self._check_exclusive(schemas, exprs, where)
+        return either(*exprs)
+
+    def _check_exclusive(self, schemas: list[Any], exprs: list[Expr], where: str) -> None:
+        """Raise unless the ``oneOf`` branches are pairwise disjoint."""
+        live = [(s, e) for s, e in zip(schemas, exprs, strict=True) if e != NOTHING]
+        for i in range(len(live)):
+            for j in range(i + 1, len(live)):
+                (s1, e1), (s2, e2) = live[i], live[j]
+                if _disjoint_by_schema(s1, s2):
+                    continue
+                if isinstance(e1, Rx) and isinstance(e2, Rx):
+                    try:
+                        d1 = ByteDFA.from_regex(e1.text, max_states=self.options.max_states)
+                        d2 = ByteDFA.from_regex(e2.text, max_states=self.options.max_states)
+                        if d1.intersect(d2, max_states=self.options.max_states).is_empty():
+                            continue
+                    except CompileLimitExceeded:
+                        pass
+                raise _unsupported(
+                    "oneOf",
+                    where,
+                    "its branches overlap (or could not be shown disjoint), and "
+                    "'exactly one' is not expressible; JsonSchema(one_of='any_of') "
+                    "accepts such documents as anyOf does",
+                )
+
+    def _conditional(self, s: dict, where: str) -> Any:
+        if "if" not in s:  # then/else without if do nothing
+            s.pop("then", None), s.pop("else", None)
+            return s
+        cond = s.pop("if")
+        then, other = s.pop("then", True), s.pop("else", True)
+        if then is True and other is True:
+            return s
+        if cond is True or cond is False:
+            return self._merge(s, then if cond else other, where)
+        raise _unsupported("if/then/else", where, "conditional schemas need negation of 'if'")
+
+    def _negate(self, s: dict, where: str) -> Any:
+        """``s`` with its ``not`` folded into the other keywords (or refused)."""
+        neg = self._expand(s.pop("not"), join_pointer(where, "not"))
+        here = join_pointer(where, "not")
+        if neg is True or neg == {}:
+            return False
+        if neg is False:
+            return s
+        keys = set(k for k in neg if _validating({k: neg[k]}))
+        if keys == {"type"}:
+            banned = _types_of(neg)
+            if "number" in banned:
+                banned |= {"integer"}
+            keep = [t for t in ("null", "boolean", "object", "array", "string", "number", "integer")
+                    if t in _types_of(s) and t not in banned]  # fmt: skip
+            if "integer" in banned and "number" in keep:
+                raise _unsupported("not integer", here, "non-integral numbers only")
+            s["type"] = keep or "__none__"
+            return s
+        if keys == {"required"} and len(neg["required"]) == 1:
+            name = neg["required"][0]
+            if name in s.get("required", []):
+                return False if _types_of(s) == {"object"} else s | {"type": _no_object(s)}
+            props = dict(s.get("properties", {}))
+            props[name] = False
+            s["properties"] = props
+            return s
+        if keys <= {"enum", "const"} and not _enum_values(neg, None):
+            return s
+        if keys <= {"enum", "const"} and "enum" not in s and "const" not in s:
+            values = _enum_values(neg, None)
+            strings_only = all(isinstance(v, str) for v in values) and _types_of(s) == {"string"}
+            if strings_only and not set(s) - {"type", "not"} - _annotations(s):
+                s["__not_strings__"] = values
+                return s
+        raise _unsupported("not", here, "negation of this schema is not expressible")
+
+    # ---------------------------------------------------------------- enum
+
+    def _enum(self, s: dict, where: str) -> Expr:
+        values = _enum_values(s, where)
+        rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
+        if _validating(rest):
+            try:
+                validator = self._validator_for(rest)
+                values = [v for v in values if validator.is_valid(v)]
+            except Exception as e:  # unresolvable reference, unusable keyword
+                raise _unsupported("enum", where, f"cannot check values: {e}") from None
+        return either(*(self.literal(v) for v in values))
+
+    def _validator_for(self, schema: dict) -> Any:
+        root = self._absolute_root()
+        resource = referencing.Resource.from_contents(
+            root, default_specification=referencing.jsonschema.DRAFT202012
+        )
+        registry = referencing.Registry().with_resource(ROOT_URI, resource)
+        cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+        checker = cls.FORMAT_CHECKER if self.options.format_assertion else None
+        return cls(_absolute_refs(schema), registry=registry, format_checker=checker)
+
+    def _absolute_root(self) -> Any:
+        if self._validator is None:
+            self._validator = _absolute_refs(self.root)
+        return self._validator
+
+    def literal(self, value: Any) -> Expr:
+        """Exactly the JSON text of ``value`` (numbers in their equal spellings)."""
+        if value is None or isinstance(value, bool):
+            return Rx(json.dumps(value))
+        if isinstance(value, int | float):
+            return Rx(_number_literal(value))
+        if isinstance(value, str):
+            return Rx(strings.quote(value))
+        ws = self.ws
+        if isinstance(value, list):
+            items = [cat(self.literal(v), ws) for v in value]
+            body = EMPTY
+            for i, item in enumerate(items):
+                body = cat(body, Rx(",") if i else EMPTY, ws if i else EMPTY, item)
+            return cat(Rx("\\["), ws, body, Rx("\\]"))
+        members = []
+        for i, (k, v) in enumerate(value.items()):
+            sep = cat(Rx(","), ws) if i else EMPTY
+            members.append(cat(sep, Rx(strings.quote(k)), ws, Rx(":"), ws, self.literal(v), ws))
+        return cat(Rx("\\{"), ws, *members, Rx("\\}"))
+
+    # --------------------------------------------------------------- types
+
+    def _typed(self, t: str, s: dict, where: str) -> Expr:
+        if t == "null":
+            return Rx("null")
+        if t == "boolean":
+            return Rx("(?:true|false)")
+        if t == "number":
+            return self._number(s, where)
+        if t == "string":
+            return self._string(s, where)
+        if t == "array":
+            return self._array(s, where)
+        return self._object(s, where)
+
+    def _number(self, s: dict, where: str) -> Expr:
+        lo, hi, lo_ex, hi_ex = s.get("minimum"), s.get("maximum"), False, False
+        for key, strict in (("exclusiveMinimum", True), ("exclusiveMaximum", False)):
+            value = s.get(key)
+            if value is None or value is False:
+                continue
+            if value is True:  # draft-04: a flag on minimum/maximum
+                if strict:
+                    lo_ex = lo is not None
+                else:
+                    hi_ex = hi is not None
+                continue
+            if strict and (lo is None or Decimal(repr(value)) >= Decimal(repr(lo))):
+                lo, lo_ex = value, True
+            if not strict and (hi is None or Decimal(repr(value)) <= Decimal(repr(hi))):
+                hi, hi_ex = value, True
+        declared = _declared_types(s)
+        integer = "integer" in declared and "number" not in declared
+        text = numbers.number_regex(
+            lo,
+            hi,
+            exclusive_minimum=lo_ex,
+            exclusive_maximum=hi_ex,
+            integer=integer,
+            multiple_of=s.get("multipleOf"),
+        )
+        return Rx(text)
+
+    def _string(self, s: dict, where: str) -> Expr:
+        lo, hi = _count(s, "minLength", 0), _count(s, "maxLength")
+        fmt = s.get("format") if self.options.format_assertion else None
+        if fmt in formats.UNSUPPORTED_FORMATS:
+            raise _unsupported(f"format {fmt!r}", where, formats.UNSUPPORTED_FORMATS[fmt])
+        if fmt is not None and fmt not in formats.FORMATS:
+            fmt = None  # unknown formats only annotate (JSON Schema 2020-12 §7.2.1)
+        if "__not_strings__" in s:
+            if "pattern" in s or fmt or lo or hi is not None:
+                raise _unsupported("not enum", where, "with other string keywords")
+            return Rx(strings.string_not_in(s["__not_strings__"]))
+        if fmt is not None:
+            if "pattern" in s or lo or hi is not None:
+                raise _unsupported(
+                    f"format {fmt!r} with pattern/minLength/maxLength",
+                    where,
+                    "their conjunction",
+                )
+            return Rx(formats.format_regex(fmt, where=where))
+        if "pattern" in s:
+            return Rx(
+                strings.pattern_regex(s["pattern"], min_length=lo, max_length=hi, where=where)
+            )
+        return Rx(strings.string_regex(lo, hi))
+
+    def _array(self, s: dict, where: str) -> Expr:
+        if "__none__" in str(s.get("type", "")):
+            return NOTHING
+        items = s.get("items", True)
+        prefix = s.get("prefixItems", [])
+        if isinstance(items, list):  # draft-04..2019-09 tuple form
+            prefix, items = items, s.get("additionalItems", True)
+        if "unevaluatedItems" in s and "items" not in s and "additionalItems" not in s:
+            items = s["unevaluatedItems"]  # (with items present, it is moot)
+        lo, hi = _count(s, "minItems", 0), _count(s, "maxItems")
+        if s.get("uniqueItems") and (hi is None or hi > 1):
+            raise _unsupported("uniqueItems", where, "distinct elements are not expressible")
+        ws = self.ws
+        sep = cat(Rx(","), ws)
+        item = cat(self.lower(items, join_pointer(where, "items")), ws)
+        tail_lo = max(0, lo - len(prefix))
+        tail_hi = None if hi is None else max(0, hi - len(prefix))
+        # each tail element preceded by the separator
+        body_after = rep(cat(sep, item), tail_lo, tail_hi)
+        positions = prefix[:hi] if hi is not None else prefix
+        if not positions:
+            body = separated(item, sep, lo, hi)
+        else:
+            body = body_after if len(positions) == len(prefix) else EMPTY
+            for i in range(len(positions) - 1, -1, -1):
+                here = join_pointer(where, "prefixItems", i)
+                elem = cat(self.lower(positions[i], here), ws)
+                present = cat(sep if i else EMPTY, elem, body)
+                body = present if i < lo else either(present, EMPTY)
+        return cat(Rx("\\["), ws, body, Rx("\\]"))
+
+    def _object(self, s: dict, where: str) -> Expr:
+        if "__none__" in str(s.get("type", "")):
+            return NOTHING
+        ws = self.ws
+        props: dict[str, Any] = dict(s.get("properties", {}))
+        required = list(s.get("required", []))
+        default_add = bool(self.options.additional_properties)
+        additional = s.get("additionalProperties", default_add)
+        if "unevaluatedProperties" in s and "additionalProperties" not in s:
+            additional = s["unevaluatedProperties"]
+        patterns: dict[str, Any] = dict(s.get("patternProperties", {}))
+        names = list(props) + [r for r in required if r not in props]
+        if "propertyNames" in s and s["propertyNames"] is not True:
+            if not (additional is False and not patterns):
+                raise _unsupported("propertyNames", where, "with open additional members")
+            check = self._validator_for(s["propertyNames"])
+            names = [n for n in names if check.is_valid(n)]
+            if any(r not in names for r in required):
+                return NOTHING
+        pattern_rx = {
+            p: re.compile(strings.pattern_regex(p, where=join_pointer(where, "patternProperties")))
+            for p in patterns
+        }
+        entries: list[tuple[Expr, bool]] = []
+        for name in names:
+            quoted = strings.quote(name)
+            parts = [props[name]] if name in props else []
+            matched = [
+                p
+                for p, rx in pattern_rx.items()
+                if rx.fullmatch(json.dumps(name, ensure_ascii=False))
+            ]
+            parts += [patterns[p] for p in matched]
+            if name not in props and not matched:
+                parts.append(additional)
+            here = join_pointer(where, "properties", name)
+            schema = parts[0] if len(parts) == 1 else {"allOf": parts}
+            value = self.lower(schema, here)
+            if value == NOTHING:
+                if name in required:
+                    return NOTHING
+                continue
+            member = cat(Rx(quoted), ws, Rx(":"), ws, value, ws)
+            entries.append((member, name in required))
+        extras = self._extra_members(names, patterns, additional, where)
+        lo, hi = _count(s, "minProperties", 0), _count(s, "maxProperties")
+        n_required = sum(req for _, req in entries)
+        counted = lo > n_required or (hi is not None and (extras is not None or hi < len(entries)))
+        if counted and (entries or extras is None):
+            if not entries and extras is None:
+                return NOTHING if lo > 0 else cat(Rx("\\{"), ws, Rx("\\}"))
+            raise _unsupported(
+                "minProperties/maxProperties", where, "member counts with optional members"
+            )
+        sep = cat(Rx(","), ws)
+        if extras is None:
+            tail_first, tail_more = EMPTY, EMPTY
+        else:
+            x_lo, x_hi = (0, None) if entries else (lo, hi)
+            tail_first = separated(extras, sep, x_lo, x_hi)
+            tail_more = rep(cat(sep, extras), 0, None)
+        first, more = tail_first, tail_more  # first: no leading separator
+        for member, req in reversed(entries):
+            new_more = cat(sep, member, more) if req else cat(either(cat(sep, member), EMPTY), more)
+            new_first = cat(member, more) if req else either(cat(member, more), first)
+            first, more = self.share(new_first), self.share(new_more)
+        return cat(Rx("\\{"), ws, first, Rx("\\}"))
+
+    def _extra_members(
+        self, names: list[str], patterns: dict[str, Any], additional: Any, where: str
+    ) -> Expr | None:
+        """One additional member (``None`` if none may appear)."""
+        ws = self.ws
+        options = []
+        for p, sub in patterns.items():
+            here = join_pointer(where, "patternProperties", p)
+            key = strings.pattern_regex(p, where=here)
+            rx = re.compile(key)
+            if any(rx.fullmatch(json.dumps(n, ensure_ascii=False)) for n in names):
+                raise _unsupported(
+                    f"patternProperties {p!r}", where, "its pattern also matches declared names"
+                )
+            value = self.lower(sub, here)
+            if value != NOTHING:
+                options.append(cat(Rx(key), ws, Rx(":"), ws, value, ws))
+        if len(patterns) > 1:
+            keys = [strings.pattern_regex(p) for p in patterns]
+            for i in range(len(keys)):
+                for j in range(i + 1, len(keys)):
+                    d = ByteDFA.from_regex(keys[i]).intersect(ByteDFA.from_regex(keys[j]))
+                    if not d.is_empty():
+                        raise _unsupported(
+                            "patternProperties", where, "overlapping patterns on one name"
+                        )
+        if additional is not False:
+            if patterns:
+                raise _unsupported(
+                    "additionalProperties with patternProperties",
+                    where,
+                    "names matching none of the patterns are not expressible",
+                )
+            value = self.lower(additional, join_pointer(where, "additionalProperties"))
+            if value != NOTHING:
+                key = strings.string_not_in(names)
+                options.append(cat(Rx(key), ws, Rx(":"), ws, value, ws))
+        return either(*options) if options else None
+
+    def share(self, expr: Expr) -> Expr:
+        """In grammar mode, a big expression becomes a rule (used more than once)."""
+        if not self.grammar or size(expr) < 4000 or isinstance(expr, Call):
+            return expr
+        name = f"s{len(self.rules)}"
+        self.rules[name] = expr
+        return Call(name)
+
+    # ------------------------------------------------------ any JSON value
+
+    def any_value(self) -> Expr:
+        """Any JSON value (grammar mode only)."""
+        if not self.grammar:
+            raise NotRegular
+        if "json_value" not in self.rules:
+            ws = self.ws
+            self.rules["json_value"] = EMPTY  # placeholder while building
+            value = Call("json_value")
+            sep = cat(Rx(","), ws)
+            member = cat(Rx(strings.string_regex()), ws, Rx(":"), ws, value, ws)
+            self.rules["json_object"] = cat(
+                Rx("\\{"), ws, separated(member, sep, 0, None), Rx("\\}")
+            )
+            self.rules["json_array"] = cat(
+                Rx("\\["), ws, separated(cat(value, ws), sep, 0, None), Rx("\\]")
+            )
+            self.rules["json_value"] = either(
+                Call("json_object"),
+                Call("json_array"),
+                Rx(f"(?:{strings.string_regex()}|{numbers.NUMBER}|true|false|null)"),
+            )
+        return Call("json_value")
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _annotations(s: dict) -> set[str]:
+    return {k for k in s if not _validating({k: s[k]})}
+
+
+def _validating(s: dict) -> bool:
+    """Whether any keyword of ``s`` can reject a value."""
+    return any(k in _HANDLED or k in _REFUSED or k.startswith("__") for k in s)
+
+
+def _count(s: dict, key: str, default: int | None = None) -> int | None:
+    """A count keyword as an int (``2.0`` is a valid count)."""
+    value = s.get(key, default)
+    return None if value is None else int(value)
+
+
+def _positional(s: dict) -> tuple[list[Any], Any]:
+    """``(prefix schemas, schema of the rest)`` of an array schema, any draft."""
+    items = s.get("items", True)
+    if isinstance(items, list):
+        return list(items), s.get("additionalItems", True)
+    return list(s.get("prefixItems", [])), items
+
+
+def _conj(x: Any, y: Any) -> Any:
+    if x is True:
+        return y
+    if y is True:
+        return x
+    return {"allOf": [x, y]}
+
+
+def _number_literal(v: int | float) -> str:
+    """The spellings of numbers equal to ``v`` (integral ones also as ``v.0``)."""
+    exp = repr(v).replace(".", "\\.").replace("+", "\\+") if "e" in repr(v) else None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, int):
+        body = ("-?0" if v == 0 else str(v)) + "(?:\\.0+)?"
+        return f"(?:{body}|{exp})" if exp else body
+    plain = format(Decimal(repr(v)), "f")
+    spellings = [plain.replace(".", "\\.") + "0*"]
+    if exp:
+        spellings.append(exp)
+    return "(?:" + "|".join(spellings) + ")"
+
+
+def _trivial(key: str, value: Any) -> bool:
+    """A refused keyword whose value asks nothing (e.g. ``dependentRequired: {}``)."""
+    if key in ("dependentRequired", "dependencies", "dependentSchemas"):
+        return value == {}
+    return key == "minContains" and value == 0
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _enum_values(s: dict, where: str | None) -> list[Any]:
+    values = list(s.get("enum", [])) if "enum" in s else None
+    if "const" in s:
+        c = s["const"]
+        values = [c] if values is None else [v for v in values if _json_equal(v, c)]
+    out: list[Any] = []
+    for v in values or []:
+        if isinstance(v, dict) and "__never__" in v:
+            continue
+        if not any(_json_equal(v, w) for w in out):
+            out.append(v)
+    return out
+
+
+def _declared_types(s: dict) -> set[str]:
+    t = s.get("type")
+    if t is None:
+        return set()
+    return {t} if isinstance(t, str) else set(t)
+
+
+def _no_object(s: dict) -> list[str]:
+    return sorted(t for t in _types_of(s) if t != "object")
+
+
+def _disjoint_by_schema(a: Any, b: Any) -> bool:
+    """Whether no value can satisfy both (cheap sufficient checks only)."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return a is False or b is False
+    ta, tb = _value_types(a), _value_types(b)
+    if ta is not None and tb is not None and not (ta & tb):
+        return True
+    if ta == {"object"} or tb == {"object"}:
+        pa, pb = a.get("properties", {}), b.get("properties", {})
+        for name in set(pa) & set(pb):
+            if name in a.get("required", []) and name in b.get("required", []):
+                va, vb = pa[name], pb[name]
+                if isinstance(va, dict) and isinstance(vb, dict):
+                    ea, eb = _enum_values(va, None), _enum_values(vb, None)
+                    both = ("enum" in va or "const" in va) and ("enum" in vb or "const" in vb)
+                    if both and not any(_json_equal(x, y) for x in ea for y in eb):
+                        return True
+    if ("enum" in a or "const" in a) and ("enum" in b or "const" in b):
+        ea, eb = _enum_values(a, None), _enum_values(b, None)
+        return not any(_json_equal(x, y) for x in ea for y in eb)
+    return False
+
+
+def _value_types(s: dict) -> set[str] | None:
+    if "enum" in s or "const" in s:
+        out = set()
+        for v in _enum_values(s, None):
+            out.add(_type_name(v))
+        return out
+    if "type" not in s:
+        return None
+    names = _types_of(s)
+    return names | ({"integer"} if "number" in names else set())
+
+
+def _type_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+def _absolute_refs(node: Any) -> Any:
+    """``node`` with ``#<pointer>`` references made absolute (for ``jsonschema``)."""
+    if isinstance(node, dict):
+        out = {k: _absolute_refs(v) for k, v in node.items()}
+        if isinstance(node.get("$ref"), str):
+            ref = node["$ref"]
+            out["$ref"] = ROOT_URI + "#" + _fragment(ref[1:]) if ref.startswith("#") else ref
+        return out
+    if isinstance(node, list):
+        return [_absolute_refs(v) for v in node]
+    return node
+
+
+def _fragment(pointer: str) -> str:
+    from urllib.parse import quote
+
+    return quote(pointer, safe="/~")
+
+
+def rewrite_refs(index: SchemaIndex) -> Any:
+    """A copy of the document with every ``$ref`` as ``#<pointer>`` (resolved
+    once, base URIs and anchors applied; unresolvable ones as ``!<ref>``)."""
+
+    def walk(node: Any, pointer: str) -> Any:
+        if not isinstance(node, dict):
+            return node
+        out = dict(node)
+        if isinstance(node.get("$ref"), str):
+            try:
+                out["$ref"] = "#" + index.resolve(node["$ref"], pointer)
+            except UnsupportedConstraint:
+                out["$ref"] = "!" + node["$ref"]
+        for key, shape in SCHEMA_KEYWORDS.items():
+            if key not in node:
+                continue
+            value = node[key]
+            here = join_pointer(pointer, key)
+            if shape == "map" and isinstance(value, dict):
+                out[key] = {n: walk(v, join_pointer(here, n)) for n, v in value.items()}
+            elif shape in ("list", "schema_or_list") and isinstance(value, list):
+                out[key] = [walk(v, join_pointer(here, i)) for i, v in enumerate(value)]
+            elif shape in ("schema", "schema_or_list"):
+                out[key] = walk(value, here)
+        return out
+
+    return walk(index.root, "")
+
+
+__all__ = ["ConstraintError", "Lowerer", "NotRegular", "Options", "rewrite_refs"]

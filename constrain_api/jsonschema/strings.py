@@ -1,0 +1,1048 @@
+"""Regexes of JSON strings: any string, length bounds, ``pattern``, "none of these".
+
+Every regex here matches JSON string *literals* (quotes included) in their
+**canonical form**, the one ``json.dumps(s, ensure_ascii=False)`` writes:
+
+* ``"`` is written ``\\"`` and ``\\`` is written ``\\\\``;
+* the control characters U+0000–U+001F are escaped, with JSON's short
+  escapes where there is one (``\\b \\f \\n \\r \\t``) and ``\\u00xx`` otherwise,
+  in lowercase hexadecimal as Python writes it (``\\u001f``);
+* every other character — U+007F, all of non-ASCII, astral characters — is
+  written raw (as its UTF-8 bytes), never as a ``\\u`` escape.
+
+So the language holds exactly one spelling of each string: ``"\\u0041"`` (an
+``A``) or ``"\\/"`` are valid JSON but not canonical, and no regex here
+matches them. One decoded character is one encoded *unit* (a raw character
+or one escape); lengths (``minLength``/``maxLength``) count units, which are
+code points, as JSON Schema counts them. ``CHAR`` is the regex of one unit;
+``encode_node`` maps a regex AST over decoded characters to the AST of their
+canonical spellings (a homomorphism: it maps every node, lookaround
+intersections included, since the code is uniquely decodable).
+
+``pattern_regex`` reads ``pattern`` as ECMA-262 (JSON Schema's dialect) with
+the ``u`` flag, as the JSON Schema Test Suite expects, and with JSON Schema's
+*search* semantics (the pattern may match anywhere unless anchored). The
+pattern is parsed here into the automata AST directly — no detour through
+Python's regex dialect — with these meanings:
+
+* ``\\d`` = ``[0-9]``, ``\\w`` = ``[A-Za-z0-9_]``, ``\\s`` = ECMA white space and
+  line terminators (``[\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f
+  \\u205f\\u3000\\ufeff]``), and their complements ``\\D \\W \\S``, also inside
+  classes and mixed with other members; ``.`` is any character but ``\\n \\r
+  \\u2028 \\u2029``; ``[^]`` is any character and ``[]`` none;
+* escapes ``\\t \\n \\v \\f \\r \\0 \\cX \\xHH \\uHHHH`` (a ``\\uHHHH\\uHHHH`` surrogate pair
+  is one character, a lone surrogate matches nothing), ``\\b`` in a class
+  (backspace), identity escapes of punctuation (``\\/``, ``\\-``, ``\\@``, ...);
+* ``\\p{..}``/``\\P{..}`` with a General_Category value or alias (``L``,
+  ``Letter``, ``Nd``, ``digit``, ``General_Category=Lu``, ``gc=P``, ...) or
+  ``Any``, ``ASCII``, ``Assigned`` (categories from Python's ``unicodedata``,
+  whose Unicode version may differ from a JavaScript engine's);
+* groups ``(...)``, ``(?:...)``, ``(?<name>...)`` (all only group), greedy and
+  lazy quantifiers (same language); Annex B leniencies that have a single
+  meaning are accepted: a ``{`` or ``}`` that is no quantifier, a lone ``]``,
+  and ``-`` next to a class escape in a class (``[\\w-.]``) are literal.
+
+Unsupported (``UnsupportedConstraint``, backend ``"json_schema"``, construct
+``pattern '...'``, the reason naming the construct): lookarounds, ``\\b``/``\\B``,
+backreferences (``\\1``, ``\\k<name>``), ``^``/``$`` anywhere but at the start/end
+of a top-level alternative, ``\\u{...}`` (its meaning depends on the ``u``
+flag), legacy octal escapes, identity escapes of letters (``\\a``; also
+flag-dependent), Unicode properties other than the above (scripts, other
+binary properties), inline modifiers ``(?i:...)``. A malformed pattern raises
+``ConstraintError("json schema", "invalid pattern ...", where)``.
+
+Search semantics: the pattern is split at its top-level ``|``; an
+alternative starting with ``^`` is anchored at the start, else preceded by
+any text, one ending with ``$`` anchored at the end, else followed by any text
+(ECMA's ``$`` never matches before a final newline). The free ends are then
+trimmed without changing the language (``a+`` unanchored is ``…a…``).
+
+Lengths: ``minLength``/``maxLength`` combine with a pattern exactly, by
+restricting the pattern's AST by length: the bounds are dropped when the
+pattern's own lengths already lie within them; a repetition of fixed-width
+items gets its counts adjusted (``^[a-z]+$`` with ``maxLength: 4`` is
+``[a-z]{1,4}``); a repetition of variable-width items (each at least one
+character) is split over its number of copies; a sequence with several
+variable parts is split over the lengths of its first one (an unanchored
+``@`` with ``maxLength: n`` becomes ``n`` branches). A restriction that
+cuts through a repetition whose item may be empty and varies in width
+(``(?:a?b?)*``) raises ``UnsupportedConstraint("json_schema", "pattern with
+minLength/maxLength")``; one that grows past its budget (``max_size / 8``
+branches) or any result longer than ``max_size`` characters raises
+``CompileLimitExceeded("regex_size", ...)``.
+
+Regexes that match nothing are returned as ``NOTHING_TEXT`` (unquoted,
+spelled like ``jsonschema.ir.NOTHING``).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import unicodedata
+from collections.abc import Iterable
+
+from ..automata.printer import NOTHING_TEXT, to_regex
+from ..automata.regex import (
+    MAX_CODE_POINT,
+    Alt,
+    CharSet,
+    Difference,
+    Empty,
+    Intersect,
+    Literal,
+    Node,
+    Repeat,
+    Seq,
+    alt,
+    is_void,
+    nullable,
+    repeat,
+    seq,
+)
+from ..errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
+
+__all__ = [
+    "CHAR",
+    "encode_node",
+    "pattern_node",
+    "pattern_regex",
+    "quote",
+    "string_not_in",
+    "string_regex",
+]
+
+_BACKEND = "json_schema"
+_VOID = CharSet(())
+_ANY = CharSet.any()
+_SIGMA_STAR = Repeat(_ANY, 0, None)
+#: Python ``re`` counts must stay below its MAXREPEAT; ECMA's may be larger.
+_MAX_COUNT = 1_000_000_000
+
+# ------------------------------------------------------------ canonical encoding
+
+#: The characters JSON escapes, and the letter of their short escape.
+_SHORT = {0x22: '"', 0x5C: "\\", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
+#: The characters written escaped: ``"``, ``\\`` and the controls.
+_SPECIAL = CharSet(((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)))
+_HEX = "0123456789abcdef"
+
+
+def _encode_charset(cs: CharSet) -> Node:
+    raw = cs.difference(_SPECIAL)
+    options: list[Node] = [] if raw.is_empty() else [raw]
+    short = "".join(letter for c, letter in _SHORT.items() if c in cs)
+    if short:
+        options.append(seq(Literal("\\"), _one_of(short)))
+    long_options = []
+    for high in (0, 1):
+        lows = [c & 0xF for c in range(high * 16, high * 16 + 16) if c in cs and c not in _SHORT]
+        if lows:
+            long_options.append(seq(Literal(str(high)), _one_of(_HEX[v] for v in lows)))
+    if long_options:
+        options.append(seq(Literal("\\u00"), alt(*long_options)))
+    return alt(*options)
+
+
+def _one_of(chars: Iterable[str]) -> Node:
+    cs = CharSet.of(chars)
+    return Literal(chr(cs.ranges[0][0])) if cs.size() == 1 else cs
+
+
+def _encode_text(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def encode_node(node: Node) -> Node:
+    """The AST of the canonical JSON spellings of ``node``'s strings (quotes not included).
+
+    Maps characters to their escapes (``"`` → ``\\"``, ``\\`` → ``\\\\``, controls →
+    ``\\n``/``\\u001f``/...) and every other node structurally.
+    """
+    if isinstance(node, CharSet):
+        return _encode_charset(node)
+    if isinstance(node, Literal):
+        return Literal(_encode_text(node.text))
+    if isinstance(node, Empty):
+        return node
+    if isinstance(node, Seq):
+        return seq(*(encode_node(p) for p in node.parts))
+    if isinstance(node, Alt):
+        return alt(*(encode_node(o) for o in node.options))
+    if isinstance(node, Repeat):
+        return repeat(encode_node(node.node), node.min, node.max)
+    if isinstance(node, Intersect):
+        return Intersect(encode_node(node.left), encode_node(node.right))
+    if isinstance(node, Difference):
+        return Difference(encode_node(node.left), encode_node(node.right))
+    raise TypeError(f"not a regex AST node: {node!r}")
+
+
+#: One encoded unit: any character in its canonical spelling.
+CHAR: str = to_regex(encode_node(_ANY))
+_CHAR_ATOM = CHAR if CHAR.startswith("(?:") else f"(?:{CHAR})"
+
+
+def _check_size(text: str, max_size: int, what: str) -> str:
+    if len(text) > max_size:
+        raise CompileLimitExceeded(
+            "regex_size", max_size, len(text), f"the regex of {what} is too long"
+        )
+    return text
+
+
+def _quoted(node: Node, max_size: int, what: str) -> str:
+    """``"`` + the encoded node + ``"`` (the empty language as ``NOTHING_TEXT``)."""
+    body = to_regex(encode_node(node))
+    if body == NOTHING_TEXT:
+        return NOTHING_TEXT
+    return _check_size(f'"{body}"', max_size, what)
+
+
+def _has_surrogate(s: str) -> bool:
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in s)
+
+
+def quote(s: str) -> str:
+    """The regex of exactly ``json.dumps(s, ensure_ascii=False)``.
+
+    A string with a lone surrogate has no UTF-8 (so no canonical) spelling:
+    ``NOTHING_TEXT``.
+    """
+    if _has_surrogate(s):
+        return NOTHING_TEXT
+    return to_regex(Literal(json.dumps(s, ensure_ascii=False)))
+
+
+def _check_counts(min_length: int, max_length: int | None, where: str = "") -> None:
+    for name, value in (("minLength", min_length), ("maxLength", max_length)):
+        if value is None and name == "maxLength":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConstraintError(
+                "json schema",
+                f"{name} must be a non-negative integer, got {value!r}",
+                where or None,
+            )
+        if value >= _MAX_COUNT:
+            raise CompileLimitExceeded("regex_size", _MAX_COUNT, value, f"{name} is too large")
+
+
+def string_regex(
+    min_length: int = 0, max_length: int | None = None, *, max_size: int = 20000
+) -> str:
+    """Quoted canonical strings of ``min_length`` to ``max_length`` characters (code points)."""
+    _check_counts(min_length, max_length)
+    if max_length is not None and max_length < min_length:
+        return NOTHING_TEXT
+    if max_length == 0:
+        return '""'
+    if max_length is None:
+        q = "*" if min_length == 0 else "+" if min_length == 1 else f"{{{min_length},}}"
+    elif min_length == max_length:
+        q = "" if min_length == 1 else f"{{{min_length}}}"
+    else:
+        q = "?" if (min_length, max_length) == (0, 1) else f"{{{min_length},{max_length}}}"
+    return _check_size(f'"{_CHAR_ATOM}{q}"', max_size, "a string")
+
+
+# ------------------------------------------------------------- "none of these"
+
+
+def string_not_in(excluded: Iterable[str], *, max_size: int = 20000) -> str:
+    """Quoted canonical strings (any length) other than the ``excluded`` ones.
+
+    Built from the trie of the excluded strings: a string is allowed when it
+    leaves the trie (a character no excluded string has there, then anything)
+    or ends at a trie node that is no excluded string. Escaped characters
+    leaving the trie are gathered in one branch (any trie path, then any
+    escaped character, then anything), which keeps the regex about half as
+    long.
+    """
+    root: dict = {}
+    for s in set(excluded):
+        if not isinstance(s, str):
+            raise TypeError(f"excluded strings must be str, got {type(s).__name__}")
+        if _has_surrogate(s):
+            continue  # no canonical spelling: excluded anyway
+        node = root
+        for ch in s:
+            node = node.setdefault(ch, {})
+        node[None] = True  # an excluded word ends here
+    if not root:
+        return string_regex(max_size=max_size)
+    try:
+        diverge, paths, ends = _not_in(root)
+    except RecursionError:
+        raise CompileLimitExceeded(
+            "regex_size", max_size, None, "the excluded strings are too long"
+        ) from None
+    leave = alt(diverge, seq(paths, _SPECIAL))
+    node = alt(seq(leave, _SIGMA_STAR), ends)
+    try:
+        return _quoted(node, max_size, "the strings other than the excluded ones")
+    except RecursionError:
+        raise CompileLimitExceeded(
+            "regex_size", max_size, None, "the excluded strings are too long"
+        ) from None
+
+
+def _not_in(trie: dict) -> tuple[Node, Node, Node]:
+    """``(diverge, paths, ends)`` of a trie node, as suffixes after its path:
+
+    * ``diverge``: one step off the trie (a character that is no child here,
+      raw characters only where no child is an escaped one) after a trie path;
+    * ``paths``: the trie paths from here to the nodes with no escaped child;
+    * ``ends``: the trie paths from here to nodes that are no excluded string.
+    """
+    kids = sorted(c for c in trie if c is not None)
+    taken = CharSet.of(kids) if kids else _VOID
+    escaped_kids = taken.intersection(_SPECIAL)
+    if escaped_kids.is_empty():
+        here = _ANY.difference(_SPECIAL).difference(taken)
+        here_path: Node = Empty()
+    else:
+        here = _ANY.difference(taken)
+        here_path = _VOID
+    diverges: list[Node] = [here]
+    paths: list[Node] = [here_path]
+    ends: list[Node] = [_VOID if None in trie else Empty()]
+    for c in kids:
+        d, p, e = _not_in(trie[c])
+        lit = Literal(c)
+        diverges.append(seq(lit, d))
+        paths.append(seq(lit, p))
+        ends.append(seq(lit, e))
+    return _alt_nonvoid(diverges), _alt_nonvoid(paths), _alt_nonvoid(ends)
+
+
+def _alt_nonvoid(options: Iterable[Node]) -> Node:
+    return alt(*(o for o in options if not is_void(o)))
+
+
+# ------------------------------------------------------------------- lengths
+
+
+def _length_range(node: Node) -> tuple[int, int | None]:
+    """``(min, max)`` lengths of the node's strings (``None``: unbounded); ``(1, 0)`` if void."""
+    if isinstance(node, CharSet):
+        return (1, 0) if node.is_empty() else (1, 1)
+    if isinstance(node, Literal):
+        return len(node.text), len(node.text)
+    if isinstance(node, Empty):
+        return 0, 0
+    if isinstance(node, Seq):
+        lo, hi = 0, 0
+        for p in node.parts:
+            a, b = _length_range(p)
+            if b is not None and b < a:
+                return 1, 0
+            lo += a
+            hi = None if hi is None or b is None else hi + b
+        return lo, hi
+    if isinstance(node, Alt):
+        bounds = [r for r in map(_length_range, node.options) if r[1] is None or r[1] >= r[0]]
+        if not bounds:
+            return 1, 0
+        tops = [b for _, b in bounds]
+        return min(a for a, _ in bounds), None if None in tops else max(tops)  # type: ignore[type-var]
+    if isinstance(node, Repeat):
+        a, b = _length_range(node.node)
+        if b is not None and b < a:
+            return (0, 0) if node.min == 0 else (1, 0)
+        if b == 0:
+            return 0, 0
+        top = None if b is None or node.max is None else b * node.max
+        return a * node.min, top
+    raise TypeError(f"unexpected node {node!r}")
+
+
+class _NotExpressible(Exception):
+    """The length restriction has no construction here."""
+
+
+class _Restrictor:
+    """``cut(node, lo, hi)``: the node's strings of ``lo`` to ``hi`` characters."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+
+    def spend(self) -> None:
+        self.budget -= 1
+        if self.budget < 0:
+            raise _TooBig
+
+    def cut(self, node: Node, lo: int, hi: int | None) -> Node:
+        lo = max(lo, 0)
+        if hi is not None and hi < lo:
+            return _VOID
+        nlo, nhi = _length_range(node)
+        if nhi is not None and nhi < nlo:
+            return _VOID
+        if (hi is not None and nlo > hi) or (nhi is not None and nhi < lo):
+            return _VOID
+        if nlo >= lo and (hi is None or (nhi is not None and nhi <= hi)):
+            return node
+        if isinstance(node, Alt):
+            return _alt_nonvoid(self.cut(o, lo, hi) for o in node.options)
+        if isinstance(node, Repeat):
+            return self.cut_repeat(node, lo, hi)
+        if isinstance(node, Seq):
+            return self.cut_seq(list(node.parts), lo, hi)
+        raise _NotExpressible  # (fixed-length nodes never get here)
+
+    def cut_repeat(self, node: Repeat, lo: int, hi: int | None) -> Node:
+        item, a, b = node.node, node.min, node.max
+        wlo, whi = _length_range(item)
+        if wlo == whi and wlo > 0:
+            w = wlo
+            k1 = max(a, -(-lo // w))
+            k2 = None if hi is None else hi // w
+            if b is not None:
+                k2 = b if k2 is None else min(k2, b)
+            if k2 is not None and k2 < k1:
+                return _VOID
+            return repeat(item, k1, k2)
+        if wlo == 0:
+            raise _NotExpressible
+        # variable-width items, each at least one character: split on the count
+        top = -(-lo // wlo)  # from this many copies on, the minimum length is met
+        last = b if hi is None else (hi // wlo if b is None else min(b, hi // wlo))
+        options = []
+        k = a
+        while (last is None or k <= last) and (hi is not None or k < top):
+            self.spend()
+            options.append(self.cut(seq(*([item] * k)), lo, hi))
+            k += 1
+        if hi is None and (b is None or top <= b):
+            options.append(repeat(item, max(a, top), b))
+        return _alt_nonvoid(options)
+
+    def cut_seq(self, parts: list[Node], lo: int, hi: int | None) -> Node:
+        lo = max(lo, 0)
+        if hi is not None and hi < lo:
+            return _VOID
+        ranges = [_length_range(p) for p in parts]
+        if any(b is not None and b < a for a, b in ranges):
+            return _VOID
+        var = [i for i, (a, b) in enumerate(ranges) if a != b]
+        fixed = sum(a for i, (a, _b) in enumerate(ranges) if i not in var)
+        if not var:
+            ok = fixed >= lo and (hi is None or fixed <= hi)
+            return seq(*parts) if ok else _VOID
+        if len(var) == 1:
+            i = var[0]
+            sub = self.cut(parts[i], lo - fixed, None if hi is None else hi - fixed)
+            return _VOID if is_void(sub) else seq(*parts[:i], sub, *parts[i + 1 :])
+        i = var[0]
+        pre = sum(ranges[j][0] for j in range(i))
+        head, rest = parts[i], parts[i + 1 :]
+        lo2, hi2 = lo - pre, None if hi is None else hi - pre
+        rlo = sum(a for a, _ in ranges[i + 1 :])
+        vlo, vhi = ranges[i]
+        options: list[Node] = []
+        top: int | None = None
+        if vhi is not None:
+            last = vhi if hi2 is None else min(vhi, hi2 - rlo)
+        elif hi2 is not None:
+            last = hi2 - rlo
+        else:
+            top = max(vlo, lo2 - rlo)  # from this head length on, the rest is free
+            last = top - 1
+        for k in range(vlo, last + 1):
+            self.spend()
+            hk = self.cut(head, k, k)
+            if is_void(hk):
+                continue
+            rk = self.cut_seq(rest, lo2 - k, None if hi2 is None else hi2 - k)
+            if not is_void(rk):
+                options.append(seq(hk, rk))
+        if top is not None:
+            hk = self.cut(head, top, None)
+            if not is_void(hk):
+                options.append(seq(hk, *rest))
+        if not options:
+            return _VOID
+        return seq(*parts[:i], _alt_nonvoid(options))
+
+
+class _TooBig(Exception):
+    """The length restriction grew past its budget."""
+
+
+# ------------------------------------------------------------------- ECMA-262
+
+_DIGIT = CharSet.range("0", "9")
+_WORD = CharSet(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)))
+_SPACE = CharSet(
+    (
+        (0x09, 0x0D),
+        (0x20, 0x20),
+        (0xA0, 0xA0),
+        (0x1680, 0x1680),
+        (0x2000, 0x200A),
+        (0x2028, 0x2029),
+        (0x202F, 0x202F),
+        (0x205F, 0x205F),
+        (0x3000, 0x3000),
+        (0xFEFF, 0xFEFF),
+    )
+)
+_DOT = _ANY.difference(CharSet.of("\n\r\u2028\u2029"))
+_CLASS_ESCAPES = {
+    "d": _DIGIT,
+    "D": _DIGIT.complement(),
+    "w": _WORD,
+    "W": _WORD.complement(),
+    "s": _SPACE,
+    "S": _SPACE.complement(),
+}
+_CONTROL_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
+_SYNTAX = frozenset("^$\\.*+?()[]{}|/")
+
+# General_Category values: short name → (long names and aliases), members
+_GC_NAMES = {
+    "C": ("Other",),
+    "Cc": ("Control", "cntrl"),
+    "Cf": ("Format",),
+    "Cn": ("Unassigned",),
+    "Co": ("Private_Use",),
+    "Cs": ("Surrogate",),
+    "L": ("Letter",),
+    "LC": ("Cased_Letter",),
+    "Ll": ("Lowercase_Letter",),
+    "Lm": ("Modifier_Letter",),
+    "Lo": ("Other_Letter",),
+    "Lt": ("Titlecase_Letter",),
+    "Lu": ("Uppercase_Letter",),
+    "M": ("Mark", "Combining_Mark"),
+    "Mc": ("Spacing_Mark",),
+    "Me": ("Enclosing_Mark",),
+    "Mn": ("Nonspacing_Mark",),
+    "N": ("Number",),
+    "Nd": ("Decimal_Number", "digit"),
+    "Nl": ("Letter_Number",),
+    "No": ("Other_Number",),
+    "P": ("Punctuation", "punct"),
+    "Pc": ("Connector_Punctuation",),
+    "Pd": ("Dash_Punctuation",),
+    "Pe": ("Close_Punctuation",),
+    "Pf": ("Final_Punctuation",),
+    "Pi": ("Initial_Punctuation",),
+    "Po": ("Other_Punctuation",),
+    "Ps": ("Open_Punctuation",),
+    "S": ("Symbol",),
+    "Sc": ("Currency_Symbol",),
+    "Sk": ("Modifier_Symbol",),
+    "Sm": ("Math_Symbol",),
+    "So": ("Other_Symbol",),
+    "Z": ("Separator",),
+    "Zl": ("Line_Separator",),
+    "Zp": ("Paragraph_Separator",),
+    "Zs": ("Space_Separator",),
+}
+_GC_ALIAS = {alias: short for short, names in _GC_NAMES.items() for alias in (short, *names)}
+
+
+@functools.cache
+def _categories() -> dict[str, CharSet]:
+    """Two-letter General_Category → its characters (from ``unicodedata``)."""
+    runs: dict[str, list[tuple[int, int]]] = {}
+    cats = map(unicodedata.category, map(chr, range(MAX_CODE_POINT + 1)))
+    pos = 0
+    for k, group in itertools.groupby(cats):
+        n = sum(1 for _ in group)
+        runs.setdefault(k, []).append((pos, pos + n - 1))
+        pos += n
+    return {k: CharSet(tuple(v)) for k, v in runs.items()}
+
+
+def _general_category(short: str) -> CharSet:
+    cats = _categories()
+    if short == "LC":
+        members = ["Lu", "Ll", "Lt"]
+    elif len(short) == 1:
+        members = [k for k in cats if k[0] == short]
+    else:
+        members = [short]
+    return CharSet(()).union(*(cats.get(k, _VOID) for k in members))
+
+
+class _Unsupported(Exception):
+    def __init__(self, construct: str, reason: str = "") -> None:
+        super().__init__(construct)
+        self.construct = construct
+        self.reason = reason
+
+
+class _Malformed(Exception):
+    def __init__(self, message: str, pos: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+
+
+class _EcmaParser:
+    """ECMA-262 (``u`` flag) pattern → top-level alternatives with their anchors."""
+
+    def __init__(self, pattern: str) -> None:
+        self.p = pattern
+        self.i = 0
+
+    # -- helpers
+
+    def peek(self, k: int = 0) -> str | None:
+        j = self.i + k
+        return self.p[j] if j < len(self.p) else None
+
+    def at_end(self) -> bool:
+        return self.i >= len(self.p)
+
+    def malformed(self, message: str, pos: int | None = None) -> _Malformed:
+        return _Malformed(message, self.i if pos is None else pos)
+
+    # -- structure
+
+    def parse(self) -> list[tuple[Node, bool, bool]]:
+        alternatives = []
+        while True:
+            alternatives.append(self.alternative(top=True))
+            if self.at_end():
+                return alternatives
+            if self.peek() == "|":
+                self.i += 1
+                continue
+            raise self.malformed("unmatched ')'")
+
+    def disjunction(self) -> Node:
+        options = [self.alternative(top=False)[0]]
+        while self.peek() == "|":
+            self.i += 1
+            options.append(self.alternative(top=False)[0])
+        return alt(*options)
+
+    def alternative(self, top: bool) -> tuple[Node, bool, bool]:
+        parts: list[Node] = []
+        start = end = False
+        while not self.at_end() and self.peek() not in "|)":
+            c = self.peek()
+            if c == "^":
+                if top and not parts:
+                    start = True
+                    self.i += 1
+                    continue
+                raise _Unsupported("anchor ^ not at the start of a top-level alternative")
+            if c == "$":
+                j = self.i
+                while j < len(self.p) and self.p[j] == "$":
+                    j += 1
+                if top and (j == len(self.p) or self.p[j] == "|"):
+                    end = True
+                    self.i = j
+                    continue
+                raise _Unsupported("anchor $ not at the end of a top-level alternative")
+            parts.append(self.quantified(self.atom()))
+        return seq(*parts), start, end
+
+    def quantified(self, node: Node) -> Node:
+        q = self.quantifier()
+        if q is None:
+            return node
+        lo, hi = q
+        if self.peek() == "?":
+            self.i += 1  # lazy: same language
+        if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self.brace_quantifier(False)):
+            raise self.malformed("nothing to repeat")
+        return repeat(node, lo, hi)
+
+    def quantifier(self) -> tuple[int, int | None] | None:
+        c = self.peek()
+        if c == "*":
+            self.i += 1
+            return 0, None
+        if c == "+":
+            self.i += 1
+            return 1, None
+        if c == "?":
+            self.i += 1
+            return 0, 1
+        if c == "{":
+            return self.brace_quantifier(True)
+        return None
+
+    def brace_quantifier(self, consume: bool) -> tuple[int, int | None] | None:
+        """``{n}``, ``{n,}``, ``{n,m}`` at the position (else ``None``: a literal ``{``)."""
+        p, j = self.p, self.i + 1
+        k = j
+        while k < len(p) and p[k].isascii() and p[k].isdigit():
+            k += 1
+        if k == j:
+            return None
+        lo = int(p[j:k])
+        hi: int | None = lo
+        if k < len(p) and p[k] == ",":
+            k += 1
+            m = k
+            while k < len(p) and p[k].isascii() and p[k].isdigit():
+                k += 1
+            hi = int(p[m:k]) if k > m else None
+        if k >= len(p) or p[k] != "}":
+            return None
+        if consume:
+            if hi is not None and hi < lo:
+                raise self.malformed("numbers out of order in {} quantifier")
+            if lo >= _MAX_COUNT or (hi is not None and hi >= _MAX_COUNT):
+                raise CompileLimitExceeded(
+                    "regex_size", _MAX_COUNT, max(lo, hi or 0), "a repetition count is too large"
+                )
+            self.i = k + 1
+        return lo, hi
+
+    def atom(self) -> Node:
+        c = self.peek()
+        assert c is not None
+        if c == "(":
+            return self.group()
+        if c == "[":
+            return self.char_class()
+        if c == ".":
+            self.i += 1
+            return _DOT
+        if c == "\\":
+            return self.atom_escape()
+        if c in "*+?":
+            raise self.malformed("nothing to repeat")
+        if c == "{" and self.brace_quantifier(False) is not None:
+            raise self.malformed("nothing to repeat")
+        self.i += 1
+        return _char_node(ord(c))  # (Annex B: a lone ] { } is literal)
+
+    def group(self) -> Node:
+        start = self.i
+        self.i += 1
+        if self.peek() == "?":
+            nxt = self.peek(1)
+            if nxt == ":":
+                self.i += 2
+            elif nxt in ("=", "!"):
+                kind = "lookahead (?=...)" if nxt == "=" else "negative lookahead (?!...)"
+                raise _Unsupported(kind)
+            elif nxt == "<" and self.peek(2) in ("=", "!"):
+                neg = self.peek(2) == "!"
+                raise _Unsupported("negative lookbehind (?<!...)" if neg else "lookbehind (?<=...)")
+            elif nxt == "<":
+                end = self.p.find(">", self.i + 2)
+                name = self.p[self.i + 2 : end] if end >= 0 else ""
+                if end < 0 or not name or not _is_group_name(name):
+                    raise self.malformed("invalid group name")
+                self.i = end + 1
+            elif nxt is not None and (nxt.isalpha() or nxt == "-"):
+                raise _Unsupported("inline modifiers (?flags:...)")
+            else:
+                raise self.malformed("invalid group")
+        node = self.disjunction()
+        if self.peek() != ")":
+            raise self.malformed("missing ')'", start)
+        self.i += 1
+        return node
+
+    # -- escapes
+
+    def atom_escape(self) -> Node:
+        start = self.i
+        self.i += 1
+        c = self.peek()
+        if c is None:
+            raise self.malformed("\\ at end of pattern", start)
+        if c in ("b", "B"):
+            raise _Unsupported(f"word boundary \\{c}")
+        if c in _CLASS_ESCAPES:
+            self.i += 1
+            return _CLASS_ESCAPES[c]
+        if c in ("p", "P"):
+            return self.property_escape()
+        if c == "k":
+            raise _Unsupported("named backreference \\k<...>", "not a regular language")
+        if c in "123456789":
+            raise _Unsupported(f"backreference \\{c}", "not a regular language")
+        return _char_node(self.character_escape(in_class=False))
+
+    def character_escape(self, in_class: bool) -> int:
+        """The code point of a character escape (``self.i`` after the backslash); -1: a
+        lone surrogate (matches nothing)."""
+        start = self.i - 1
+        c = self.peek()
+        if c is None:
+            raise self.malformed("\\ at end of pattern", start)
+        if c in _CONTROL_ESCAPES:
+            self.i += 1
+            return _CONTROL_ESCAPES[c]
+        if c == "0":
+            if (self.peek(1) or "").isdigit():
+                raise _Unsupported("legacy octal escape \\0N", "ECMA-262 only allows it without u")
+            self.i += 1
+            return 0
+        if c == "c":
+            x = self.peek(1)
+            if x is not None and x.isascii() and x.isalpha():
+                self.i += 2
+                return ord(x) % 32
+            raise _Unsupported("\\c not followed by a letter", "Annex B reads it as text")
+        if c == "x":
+            h = self.p[self.i + 1 : self.i + 3]
+            if len(h) == 2 and _is_hex(h):
+                self.i += 3
+                return int(h, 16)
+            raise _Unsupported("\\x not followed by two hex digits", "its meaning depends on flags")
+        if c == "u":
+            return self.unicode_escape()
+        if c == "-" and in_class:
+            self.i += 1
+            return ord("-")
+        if c.isascii() and c.isalnum():
+            raise _Unsupported(
+                f"identity escape \\{c}",
+                "ECMA-262 reads it as the letter without the u flag and rejects it with it",
+            )
+        self.i += 1
+        return ord(c)  # identity escape: punctuation, space, non-ASCII
+
+    def unicode_escape(self) -> int:
+        if self.peek(1) == "{":
+            raise _Unsupported("\\u{...} escape", "its meaning depends on the u flag")
+        h = self.p[self.i + 1 : self.i + 5]
+        if len(h) != 4 or not _is_hex(h):
+            raise _Unsupported(
+                "\\u not followed by four hex digits", "its meaning depends on flags"
+            )
+        self.i += 5
+        cp = int(h, 16)
+        if 0xD800 <= cp <= 0xDBFF and self.p[self.i : self.i + 2] == "\\u":
+            low = self.p[self.i + 2 : self.i + 6]
+            if len(low) == 4 and _is_hex(low) and 0xDC00 <= int(low, 16) <= 0xDFFF:
+                self.i += 6
+                return 0x10000 + ((cp - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+        if 0xD800 <= cp <= 0xDFFF:
+            return -1
+        return cp
+
+    def property_escape(self) -> CharSet:
+        negate = self.peek() == "P"
+        if self.peek(1) != "{":
+            raise self.malformed("\\p must be followed by {...}")
+        end = self.p.find("}", self.i)
+        if end < 0:
+            raise self.malformed("unterminated \\p{...}")
+        body = self.p[self.i + 2 : end]
+        self.i = end + 1
+        cs = _property(body)
+        return cs.complement() if negate else cs
+
+    # -- classes
+
+    def char_class(self) -> CharSet:
+        start = self.i
+        self.i += 1
+        negate = False
+        if self.peek() == "^":
+            negate = True
+            self.i += 1
+        members: list[CharSet] = []
+        while True:
+            c = self.peek()
+            if c is None:
+                raise self.malformed("unterminated character class", start)
+            if c == "]":
+                self.i += 1
+                break
+            a = self.class_atom()
+            if self.peek() == "-" and self.peek(1) not in (None, "]"):
+                self.i += 1
+                b = self.class_atom()
+                if isinstance(a, int) and isinstance(b, int):
+                    if a == -1 or b == -1:
+                        raise _Unsupported("lone surrogate as a class range end")
+                    if a > b:
+                        raise self.malformed("range out of order in character class")
+                    members.append(CharSet(((a, b),)))
+                    continue
+                # Annex B: a class escape next to '-' makes the '-' literal
+                members.extend((_as_set(a), CharSet.of("-"), _as_set(b)))
+                continue
+            members.append(_as_set(a))
+        cs = CharSet(()).union(*members)
+        return cs.complement() if negate else cs
+
+    def class_atom(self) -> int | CharSet:
+        c = self.peek()
+        assert c is not None
+        if c != "\\":
+            self.i += 1
+            return ord(c)
+        start = self.i
+        self.i += 1
+        e = self.peek()
+        if e is None:
+            raise self.malformed("\\ at end of pattern", start)
+        if e == "b":
+            self.i += 1
+            return 0x08
+        if e in _CLASS_ESCAPES:
+            self.i += 1
+            return _CLASS_ESCAPES[e]
+        if e in ("p", "P"):
+            return self.property_escape()
+        if e in "123456789":
+            raise _Unsupported(f"escape \\{e} in a class", "a legacy octal escape in Annex B")
+        if e == "B":
+            raise _Unsupported("escape \\B in a class", "its meaning depends on flags")
+        return self.character_escape(in_class=True)
+
+
+def _is_hex(s: str) -> bool:
+    return all(ch in "0123456789abcdefABCDEF" for ch in s)
+
+
+def _is_group_name(name: str) -> bool:
+    return (name[0].isalpha() or name[0] in "$_") and all(
+        ch.isalnum() or ch in "$_\u200c\u200d" for ch in name
+    )
+
+
+def _char_node(cp: int) -> Node:
+    return _VOID if cp == -1 or 0xD800 <= cp <= 0xDFFF else Literal(chr(cp))
+
+
+def _as_set(atom: int | CharSet) -> CharSet:
+    if isinstance(atom, CharSet):
+        return atom
+    return _VOID if atom == -1 else CharSet(((atom, atom),))
+
+
+def _property(body: str) -> CharSet:
+    name, _, value = body.partition("=")
+    if value:
+        if name not in ("General_Category", "gc"):
+            raise _Unsupported(
+                f"Unicode property \\p{{{body}}}", "only General_Category properties are supported"
+            )
+        if value not in _GC_ALIAS:
+            raise _Unsupported(f"Unicode property \\p{{{body}}}", "unknown General_Category value")
+        return _general_category(_GC_ALIAS[value])
+    if body in _GC_ALIAS:
+        return _general_category(_GC_ALIAS[body])
+    if body == "Any":
+        return _ANY
+    if body == "ASCII":
+        return CharSet(((0, 0x7F),))
+    if body == "Assigned":
+        return _general_category("Cn").complement()
+    raise _Unsupported(
+        f"Unicode property \\p{{{body}}}",
+        "only General_Category values, Any, ASCII and Assigned are supported",
+    )
+
+
+# ------------------------------------------------------------ search semantics
+
+
+def _trim(node: Node, front: bool) -> Node:
+    """A node ``m`` with ``Σ*·m == Σ*·node`` (``front``) or ``m·Σ* == node·Σ*``."""
+    if nullable(node):
+        return Empty()
+    if isinstance(node, Seq):
+        parts = list(node.parts)
+        idx = 0 if front else len(parts) - 1
+        while nullable(parts[idx]):
+            parts.pop(idx)
+            idx = 0 if front else len(parts) - 1
+        parts[idx] = _trim(parts[idx], front)
+        return seq(*parts)
+    if isinstance(node, Alt):
+        return alt(*(_trim(o, front) for o in node.options))
+    if isinstance(node, Repeat):
+        # node.min >= 1 (not nullable): X^min is X^(min-1)·X, and only one X needs trimming
+        rest = repeat(node.node, node.min - 1, node.min - 1)
+        last = _trim(node.node, front)
+        return seq(last, rest) if front else seq(rest, last)
+    return node
+
+
+def pattern_node(pattern: str, *, where: str = "") -> Node:
+    """The AST (over decoded characters) of the strings in which the ECMA-262
+    ``pattern`` finds a match (JSON Schema's search semantics)."""
+    if not isinstance(pattern, str):
+        raise ConstraintError(
+            "json schema", f"pattern must be a string, got {pattern!r}", where or None
+        )
+    parser = _EcmaParser(pattern)
+    try:
+        alternatives = parser.parse()
+    except _Unsupported as e:
+        reason = e.construct + (f" ({e.reason})" if e.reason else "") + " is not supported"
+        raise UnsupportedConstraint(_BACKEND, f"pattern {pattern!r}", reason) from None
+    except _Malformed as e:
+        raise ConstraintError(
+            "json schema",
+            f"invalid pattern {pattern!r}: {e.message} at position {e.pos}",
+            where or None,
+        ) from None
+    except RecursionError:
+        raise CompileLimitExceeded(
+            "nesting", 0, None, f"pattern {pattern!r} is nested too deeply"
+        ) from None
+    options = []
+    for node, start, end in alternatives:
+        if not start:
+            node = _trim(node, front=True)
+        if not end:
+            node = _trim(node, front=False)
+        if isinstance(node, Empty) and not (start and end):
+            return _SIGMA_STAR
+        options.append(
+            seq(Empty() if start else _SIGMA_STAR, node, Empty() if end else _SIGMA_STAR)
+        )
+    return _alt_nonvoid(options)
+
+
+def pattern_regex(
+    pattern: str,
+    *,
+    min_length: int = 0,
+    max_length: int | None = None,
+    where: str = "",
+    max_size: int = 20000,
+) -> str:
+    """Quoted canonical strings whose decoded content contains a match of the ECMA-262
+    ``pattern`` (JSON Schema's unanchored search) and has ``min_length`` to
+    ``max_length`` characters. See the module docstring for the dialect."""
+    _check_counts(min_length, max_length, where)
+    node = pattern_node(pattern, where=where)
+    if max_length is not None and max_length < min_length:
+        return NOTHING_TEXT
+    if min_length or max_length is not None:
+        restrictor = _Restrictor(max(max_size // 8, 16))
+        try:
+            node = restrictor.cut(node, min_length, max_length)
+        except _NotExpressible:
+            raise UnsupportedConstraint(
+                _BACKEND,
+                "pattern with minLength/maxLength",
+                f"the strings of pattern {pattern!r} with {min_length} to "
+                f"{max_length if max_length is not None else 'any'} characters: the length bound "
+                "cuts through a repetition of variable-width items",
+            ) from None
+        except _TooBig:
+            raise CompileLimitExceeded(
+                "regex_size",
+                max_size,
+                None,
+                f"pattern {pattern!r} restricted to {min_length}..{max_length} characters",
+            ) from None
+    try:
+        return _quoted(node, max_size, f"pattern {pattern!r}")
+    except RecursionError:
+        raise CompileLimitExceeded(
+            "nesting", 0, None, f"pattern {pattern!r} is nested too deeply"
+        ) from None

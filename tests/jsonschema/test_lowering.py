@@ -1,0 +1,205 @@
+"""The language a schema is lowered to: member order, commas, additional
+members, recursion, oneOf, whitespace, errors that name keyword and pointer."""
+
+from __future__ import annotations
+
+import pytest
+from jsonschema_harness import recognizer
+
+from constrain_api import Grammar, JsonSchema, Regex, get, lower_json_schema
+from constrain_api.errors import CompileLimitExceeded, UnsupportedConstraint
+
+
+def language(schema, **options):
+    lowered = lower_json_schema(JsonSchema(schema, **options))
+    accepts = recognizer(lowered)
+    return lowered, lambda text: accepts(text.encode())
+
+
+CLOSED = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+    "required": ["b"],
+    "additionalProperties": False,
+}
+
+
+def test_closed_object_is_a_regex_with_exact_commas_and_order():
+    lowered, ok = language(CLOSED)
+    assert isinstance(lowered, Regex)
+    for text in ['{"b":"x"}', '{"a":1,"b":"x"}', '{"b":"","c":true}', '{"a":-3,"b":"x","c":false}']:
+        assert ok(text), text
+    for text in [
+        "{}",  # b is required
+        '{"a":1}',
+        '{"b":"x","a":1}',  # order follows "properties"
+        '{,"b":"x"}',
+        '{"b":"x",}',
+        '{"a":1,,"b":"x"}',
+        '{"b":"x","d":1}',  # no additional members
+        '{"a":1.5,"b":"x"}',
+    ]:
+        assert not ok(text), text
+
+
+def test_all_optional_members_any_subset_in_order():
+    schema = dict(CLOSED, required=[])
+    _, ok = language(schema)
+    members = ['"a":1', '"b":"x"', '"c":true']
+    for mask in range(8):
+        chosen = [m for i, m in enumerate(members) if mask >> i & 1]
+        assert ok("{" + ",".join(chosen) + "}")
+        if len(chosen) > 1:
+            assert not ok("{" + ",".join(reversed(chosen)) + "}")
+
+
+def test_additional_properties_default_true_is_a_grammar():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    lowered, ok = language(schema)
+    assert isinstance(lowered, Grammar)
+    assert ok('{"a":1,"zz":[1,{"q":null}],"y":"s"}')
+    assert ok('{"zz":{}}')
+    assert not ok('{"a":1,"a":2}')  # a declared name is not an additional member
+    assert not ok('{"zz":1,"a":1}')  # declared members first
+    assert not ok('{"a":"x"}')
+    closed, ok2 = language(schema, additional_properties=False)
+    assert isinstance(closed, Regex)
+    assert ok2('{"a":1}') and not ok2('{"a":1,"zz":1}')
+
+
+def test_recursive_ref_is_a_grammar():
+    tree = {
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {
+                    "v": {"type": "integer"},
+                    "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                },
+                "required": ["v"],
+                "additionalProperties": False,
+            }
+        },
+        "$ref": "#/$defs/node",
+    }
+    lowered, ok = language(tree)
+    assert isinstance(lowered, Grammar)
+    assert ok('{"v":1,"kids":[{"v":2},{"v":3,"kids":[{"v":4,"kids":[]}]}]}')
+    assert not ok('{"v":1,"kids":[{"v":"2"}]}')
+    assert not ok('{"v":1,"kids":[{}]}')
+
+
+def test_one_of_exact_or_as_any_of():
+    disjoint = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
+    _, ok = language(disjoint)
+    assert ok('"x"') and ok("3") and not ok("null")
+    overlapping = {"oneOf": [{"type": "integer"}, {"minimum": 2}]}
+    with pytest.raises(UnsupportedConstraint, match="oneOf at /"):
+        lower_json_schema(JsonSchema(overlapping))
+    _, ok = language(overlapping, one_of="any_of")
+    assert ok("5") and ok("2.5") and ok("-1")
+    # proven disjoint by the automata: two string patterns that never meet
+    _, ok = language(
+        {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "^b"}]}
+    )
+    assert ok('"ab"') and ok('"b"') and not ok('"c"')
+
+
+def test_flexible_whitespace_is_bounded():
+    schema = {"type": "array", "items": {"type": "integer"}}
+    _, ok = language(schema, whitespace="flexible", max_whitespace=2)
+    assert ok("[ 1 ,  2 ]") and ok(" [1,2] ") and ok("[\n\t1]")
+    assert not ok("[   1]")
+    _, compact = language(schema)
+    assert compact("[1,2]") and not compact("[1, 2]")
+
+
+def test_enum_and_const_values_in_their_equal_spellings():
+    _, ok = language({"enum": [1, "a", {"x": 1.5}, [None, True]]})
+    for text in ["1", "1.0", '"a"', '{"x":1.5}', '{"x":1.50}', "[null,true]"]:
+        assert ok(text), text
+    for text in ["2", '"b"', '{"x":1.6}', "[true,null]", "true"]:
+        assert not ok(text), text
+    _, ok = language({"type": "string", "enum": ["a", 1, "b"], "maxLength": 1})
+    assert ok('"a"') and not ok("1")
+
+
+def test_all_of_merges_and_respects_each_sides_additional_properties():
+    schema = {
+        "allOf": [
+            {"properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+            {"properties": {"b": {"type": "integer"}}, "required": ["a"]},
+        ]
+    }
+    _, ok = language(schema)
+    assert ok('{"a":1}')
+    assert not ok('{"a":1,"b":2}')  # b is additional for the first branch
+    schema = {"allOf": [{"type": "integer"}, {"minimum": 3}, {"maximum": 5}]}
+    _, ok = language(schema)
+    assert [ok(str(i)) for i in range(1, 8)] == [False, False, True, True, True, False, False]
+
+
+def test_arrays_prefix_items_and_counts():
+    schema = {
+        "type": "array",
+        "prefixItems": [{"type": "string"}, {"type": "integer"}],
+        "items": False,
+        "minItems": 1,
+    }
+    _, ok = language(schema)
+    assert ok('["a"]') and ok('["a",1]')
+    assert not ok("[]") and not ok('["a",1,2]') and not ok("[1]")
+    _, ok = language({"type": "array", "items": {"type": "null"}, "minItems": 2, "maxItems": 3})
+    assert [ok("[" + ",".join(["null"] * n) + "]") for n in range(5)] == [
+        False,
+        False,
+        True,
+        True,
+        False,
+    ]
+
+
+def test_unsupported_names_keyword_and_pointer():
+    cases = {
+        "uniqueItems at /properties/x": {
+            "properties": {"x": {"type": "array", "uniqueItems": True}}
+        },
+        "dependentRequired at /": {"dependentRequired": {"a": ["b"]}},
+        "$ref 'http://example.com/s.json' at /properties/r": {
+            "properties": {"r": {"$ref": "http://example.com/s.json"}}
+        },
+    }
+    for construct, schema in cases.items():
+        with pytest.raises(UnsupportedConstraint) as info:
+            lower_json_schema(JsonSchema(schema))
+        assert info.value.construct == construct
+
+
+def test_false_and_impossible_schemas_are_the_empty_language():
+    for schema in [False, {"allOf": [{"type": "string"}, {"type": "integer"}]}, {"not": {}}]:
+        _, ok = language(schema)
+        assert not any(ok(t) for t in ["1", '"a"', "null", "{}", "[]"])
+
+
+def test_naive_backend_compiles_json_schema_through_the_lowering():
+    from constrain_conformance.corpus import small_vocabulary
+
+    vocab = small_vocabulary()
+    compiled = get("naive").compile(JsonSchema(CLOSED), vocab)
+    assert compiled.spec == JsonSchema(CLOSED)
+    checker = compiled.checker()
+    ids = vocab.encode('{"a":7,"b":"ok"}')
+    checker.update(ids)
+    assert checker.is_accepting()
+
+
+def test_huge_bounds_hit_a_limit_not_a_hang():
+    spec = JsonSchema({"type": "string", "maxLength": 10_000_000})
+    with pytest.raises(CompileLimitExceeded):
+        get("naive").compile(spec, _tiny_vocab())
+
+
+def _tiny_vocab():
+    from constrain_api import Vocabulary
+
+    return Vocabulary.from_list([bytes([b]) for b in range(256)] + [b"<eos>"], eos=[256])

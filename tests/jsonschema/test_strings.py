@@ -1,0 +1,551 @@
+"""constrain_api.jsonschema.strings: canonical JSON strings, lengths, ECMA patterns, exclusions.
+
+Oracles are plain Python: ``json.dumps(s, ensure_ascii=False)`` for the
+spelling, ``len(s)`` for lengths, ``re.search`` with a hand-translated Python
+pattern (or a predicate) for ``pattern``, set membership for ``string_not_in``.
+Every regex is checked through ``ByteDFA`` (the automata) and through Python's
+``re`` (portability) on the same strings.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import random
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from constrain_api.automata import ByteDFA, parse_regex
+from constrain_api.automata.printer import NOTHING_TEXT
+from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
+from constrain_api.jsonschema.strings import (
+    CHAR,
+    encode_node,
+    pattern_regex,
+    quote,
+    string_not_in,
+    string_regex,
+)
+from constrain_api.shared import shared_file
+
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+INTERESTING = [
+    "a", "b", "c", "x", "@", "-", "0", "7", "_", " ", '"', "\\", "/", "\n", "\r", "\t",
+    "\b", "\f", "\x00", "\x01", "\x1f", "\x7f", "\x85", "\xa0", "é", "É", "ß", "π", "৪",
+    "߀", "中", "\u2028", "\u2029", "\ufeff", "\u3000", "😀", "𐐀", "\U0010ffff",
+]  # fmt: skip
+
+SAMPLES = [
+    "", "a", "aa", "aaa", "ab", "abc", "abcabc", "aXb", "cba", "foo", "bar", "fo", "foobar",
+    "f", "o", "0", "42", "007", "৪২", "߀", "école", "l'école", "L'ÉCOLE", "ecole", "xcole",
+    '"', "\\", 'a"b', "a\\b", '\\"', "\n", "\r\n", "abc\n", "\x00", "\x1f", "\x7f", "\t",
+    "\b\f", "é", "😀", "a😀b", "中文", "\u2028", "\xa0", "\ufeff", " ", "  a ", "a@b.c",
+    "@", "x@", "@@", "ab@cd", "Hello", "π", "123", "a_b", "A-Z", "-", "/", "//", "a/b",
+]  # fmt: skip
+
+
+def corpus(extra: Iterable[str] = (), seed: int = 0, n: int = 300) -> list[str]:
+    rng = random.Random(seed)
+    out = list(SAMPLES) + list(extra)
+    for _ in range(n):
+        out.append("".join(rng.choice(INTERESTING) for _ in range(rng.randint(0, 6))))
+    return out
+
+
+def encoded(s: str) -> bytes:
+    return json.dumps(s, ensure_ascii=False).encode()
+
+
+@functools.cache
+def dfa(rx: str) -> ByteDFA:
+    return ByteDFA.from_regex(rx)
+
+
+def assert_language(rx: str, oracle: Callable[[str], bool], strings: Iterable[str]) -> None:
+    """The regex matches exactly the canonical spellings of the strings the oracle accepts."""
+    d = dfa(rx)
+    py = re.compile(rx)
+    for s in strings:
+        expect = bool(oracle(s))
+        got = d.matches(encoded(s))
+        assert got == expect, (rx[:200], s, expect)
+        assert bool(py.fullmatch(encoded(s).decode())) == expect, ("re", rx[:200], s)
+        ascii_form = json.dumps(s)  # \\u escapes: a non-canonical spelling when it differs
+        if ascii_form != encoded(s).decode():
+            assert not d.matches(ascii_form.encode()), (rx[:200], ascii_form)
+
+
+# ---------------------------------------------------------------- canonical form
+
+
+def test_char_matches_exactly_one_canonical_unit() -> None:
+    d = dfa(CHAR)
+    # every code point up to U+3000, the rest sampled (the classes are ranges)
+    for c in itertools.chain(range(0x3000), range(0x3000, 0x110000, 97), [0x10FFFF]):
+        if 0xD800 <= c <= 0xDFFF:
+            continue
+        assert d.matches(json.dumps(chr(c), ensure_ascii=False)[1:-1].encode()), hex(c)
+    for bad in ["\\u0041", "\\/", "\\u001F", "\\u00e9", "\\ud83d\\ude00", "\x01", '"', "\\",
+                "\\u000a", "\\u0022", "\\x41", "\\U", "ab", ""]:  # fmt: skip
+        assert not d.matches(bad.encode()), bad
+
+
+def test_char_is_self_contained() -> None:
+    assert CHAR.startswith("(?:")
+    assert dfa(f'"{CHAR}*"').same_language(dfa(string_regex()))
+
+
+@pytest.mark.parametrize("s", [*SAMPLES, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0e\x1e"])
+def test_quote(s: str) -> None:
+    rx = quote(s)
+    assert dfa(rx).same_language(ByteDFA.literal(encoded(s)))
+    assert re.fullmatch(rx, encoded(s).decode())
+
+
+def test_lone_surrogates_have_no_spelling() -> None:
+    assert quote("a\ud800") == NOTHING_TEXT
+    assert dfa(string_not_in(["a\ud800"])).same_language(dfa(string_regex()))
+    assert dfa(string_not_in(["a\ud800", "b"])).same_language(dfa(string_not_in(["b"])))
+
+
+def test_json_escapes_are_lowercase_and_short() -> None:
+    assert json.dumps("\x1f\n\b", ensure_ascii=False) == '"\\u001f\\n\\b"'
+    assert dfa(string_regex()).matches(b'"\\u001f"')
+    assert not dfa(string_regex()).matches(b'"\\u001F"')
+    assert not dfa(string_regex()).matches(b'"\\u0008"')  # \b is the canonical spelling
+
+
+@pytest.mark.parametrize(
+    "lo, hi", [(0, None), (0, 0), (1, 1), (0, 1), (2, 5), (3, None), (1, None), (4, 4), (5, 2)]
+)
+def test_string_regex_lengths(lo: int, hi: int | None) -> None:
+    rx = string_regex(lo, hi)
+    if hi is not None and hi < lo:
+        assert rx == NOTHING_TEXT
+        return
+    assert_language(rx, lambda s: lo <= len(s) and (hi is None or len(s) <= hi), corpus())
+
+
+def test_string_regex_bad_bounds() -> None:
+    with pytest.raises(ConstraintError):
+        string_regex(-1)
+    with pytest.raises(ConstraintError):
+        string_regex(0, -2)
+    with pytest.raises(CompileLimitExceeded):
+        string_regex(10**12)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["a", "[a-z]+", "(?s).*", ".", r'"|\\', "[\x00-\x1f]", "a\nb|\t", "é+|😀", r"[^a\n]{2}"],
+)
+def test_encode_node(pattern: str) -> None:
+    node = encode_node(parse_regex(pattern))
+    d = ByteDFA.from_node(node)
+    for s in corpus(n=150):
+        inner = json.dumps(s, ensure_ascii=False)[1:-1].encode()
+        assert d.matches(inner) == bool(re.fullmatch(pattern, s)), (pattern, s)
+
+
+# ---------------------------------------------------------------- patterns
+
+ECMA_SPACE = "[\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+ECMA_NOT_SPACE = ECMA_SPACE.replace("[", "[^", 1)
+
+
+def category_search(pattern: str, cats: str, negate: bool = False) -> Callable[[str], bool]:
+    del pattern
+
+    def member(c: str) -> bool:
+        return (unicodedata.category(c)[: len(cats)] == cats) != negate
+
+    return member
+
+
+# (ECMA pattern, Python pattern for re.search with the same meaning)
+TRANSLATED = [
+    ("a", "a"),
+    ("a+", "a+"),
+    ("^a*$", r"\Aa*\Z"),
+    ("^abc$", r"\Aabc\Z"),
+    ("^abc$|x", r"\Aabc\Z|x"),
+    ("^a|b$", r"\Aa|b\Z"),
+    ("", ""),
+    ("^$", r"\A\Z"),
+    ("^", ""),
+    ("$", ""),
+    ("a|", ""),
+    ("f.*o", "f[^\n\r\u2028\u2029]*o"),
+    (".", "[^\n\r\u2028\u2029]"),
+    ("^.$", "\\A[^\n\r\u2028\u2029]\\Z"),
+    ("[^]", "(?s:.)"),
+    ("^[^]$", r"\A(?s:.)\Z"),
+    ("[]", "(?!)"),
+    ("a[]|b", "b"),
+    (r"\d", "[0-9]"),
+    (r"^\d+$", r"\A[0-9]+\Z"),
+    (r"\D", "[^0-9]"),
+    (r"\w", "[A-Za-z0-9_]"),
+    (r"^\W$", r"\A[^A-Za-z0-9_]\Z"),
+    (r"\s", ECMA_SPACE),
+    (r"^\S+$", rf"\A{ECMA_NOT_SPACE}+\Z"),
+    (r"[\d\s]", ECMA_SPACE[:-1] + "0-9]"),
+    (r"^[^\d\s]$", "\\A" + ECMA_NOT_SPACE[:-1] + "0-9]\\Z"),
+    (r"[\D]", "[^0-9]"),
+    (r"^[\S\d]$", rf"\A{ECMA_NOT_SPACE}\Z"),
+    (r"[\w-.]", r"[A-Za-z0-9_\-.]"),
+    (r"[a-c-e]", r"[a-c\-e]"),
+    (r"[-a]", r"[\-a]"),
+    (r"[a-]", r"[a\-]"),
+    (r"[\-]", r"\-"),
+    (r"[\b]", "\b"),
+    (r"[\]a]", r"[\]a]"),
+    (r"[[a]", r"[\[a]"),
+    (r"\cC", "\x03"),
+    (r"\cc", "\x03"),
+    (r"^\t$", "\\A\t\\Z"),
+    (r"\n|\r|\v|\f", "[\n\r\x0b\x0c]"),
+    (r"\0", "\x00"),
+    (r"\x41\x7f", "A\x7f"),
+    (r"\u00e9", "é"),
+    (r"\uD83D\uDE00", "😀"),
+    (r"[\uD83D\uDE00-\uD83D\uDE4F]", "[\U0001f600-\U0001f64f]"),
+    (r"\ud800", "(?!)"),
+    (r"\/\-\@\:\#\"\ ", '/\\-@:#" '),
+    (r"\.\*\+\?\(\)\[\]\{\}\|\^\$\\", r"\.\*\+\?\(\)\[\]\{\}\|\^\$\\"),
+    ("a{,3}", r"a\{,3\}"),
+    ("a{2}", "a{2}"),
+    ("^a{2,}$", r"\Aa{2,}\Z"),
+    ("^a{1,2}$", r"\Aa{1,2}\Z"),
+    ("^a{1,2}?$", r"\Aa{1,2}\Z"),
+    ("x{", r"x\{"),
+    ("x}", r"x\}"),
+    ("]", r"\]"),
+    ("a{1", r"a\{1"),
+    ("^(?:ab|c)+$", r"\A(?:ab|c)+\Z"),
+    ("^(ab|c)*?d$", r"\A(?:ab|c)*d\Z"),
+    ("(?<name>ab)+c", "(?:ab)+c"),
+    ("(a)(b)", "ab"),
+    ("^[a-z]{2,4}$", r"\A[a-z]{2,4}\Z"),
+    ("[0-9]{2,}", "[0-9]{2,}"),
+    ("X_", "X_"),
+    ("^.*bar$", "\\A[^\n\r\u2028\u2029]*bar\\Z"),
+    ("^a+b+$", r"\Aa+b+\Z"),
+    ("é+", "é+"),
+    ("^(?:|a)$", r"\A(?:|a)\Z"),
+    ("@", "@"),
+    ('"', '"'),
+    (r"\\", r"\\"),
+]
+
+
+@pytest.mark.parametrize("ecma, python", TRANSLATED)
+def test_pattern_against_python(ecma: str, python: str) -> None:
+    py = re.compile(python)
+    assert_language(pattern_regex(ecma), lambda s: py.search(s) is not None, corpus())
+
+
+PROPERTY_CASES = [
+    (r"\p{Lu}", "Lu", False, False),
+    (r"\p{Letter}", "L", False, False),
+    (r"\p{L}", "L", False, False),
+    (r"\p{General_Category=Nd}", "Nd", False, False),
+    (r"\p{gc=P}", "P", False, False),
+    (r"\p{digit}", "Nd", False, False),
+    (r"\P{L}", "L", True, False),
+    (r"[^\p{L}]", "L", True, False),
+    (r"^\p{Letter}+$", "L", False, True),
+    (r"^\P{N}+$", "N", True, True),
+]
+
+
+@pytest.mark.parametrize("ecma, cat, negate, whole", PROPERTY_CASES)
+def test_unicode_properties(ecma: str, cat: str, negate: bool, whole: bool) -> None:
+    member = category_search(ecma, cat, negate)
+
+    def oracle(s: str) -> bool:
+        return all(map(member, s)) and bool(s) if whole else any(map(member, s))
+
+    assert_language(pattern_regex(ecma), oracle, corpus())
+
+
+def test_property_any_ascii_assigned() -> None:
+    assert_language(pattern_regex(r"^\p{Any}$"), lambda s: len(s) == 1, corpus())
+    assert_language(pattern_regex(r"^\p{ASCII}*$"), lambda s: s.isascii(), corpus())
+    assigned = pattern_regex(r"^\p{Assigned}+$")
+    unassigned = "\u0378"
+    assert_language(
+        assigned, lambda s: bool(s) and all(unicodedata.category(c) != "Cn" for c in s),
+        corpus([unassigned, "a" + unassigned]),
+    )  # fmt: skip
+
+
+# (ECMA pattern, min_length, max_length, Python search pattern)
+LENGTHS = [
+    ("^[a-z]+$", 2, 4, r"\A[a-z]+\Z"),
+    ("a", 3, None, "a"),
+    ("a", 0, 4, "a"),
+    ("@", 2, 6, "@"),
+    ("^ab", 0, 3, r"\Aab"),
+    ("x$", 2, 2, r"x\Z"),
+    ("^(?:ab|c)*$", 1, 5, r"\A(?:ab|c)*\Z"),
+    ("^(?:ab|c)+$", 3, None, r"\A(?:ab|c)+\Z"),
+    ("[0-9]{2,}", 3, 6, "[0-9]{2,}"),
+    ("^a+b+$", 3, 5, r"\Aa+b+\Z"),
+    ("", 2, 3, ""),
+    ("^$", 0, 0, r"\A\Z"),
+    ("^$", 1, 3, r"\A\Z"),
+    ("^abc$", 1, 5, r"\Aabc\Z"),  # the pattern's own lengths fit: bounds dropped
+    ("a|^bb$", 2, 3, r"a|\Abb\Z"),
+    ("a.b", 3, 4, "a[^\n\r\u2028\u2029]b"),
+    ("^a{2,3}b{0,2}$", 4, 4, r"\Aa{2,3}b{0,2}\Z"),
+    ("ab|ba", 0, 5, "ab|ba"),
+]
+
+
+@pytest.mark.parametrize("ecma, lo, hi, python", LENGTHS)
+def test_pattern_with_lengths(ecma: str, lo: int, hi: int | None, python: str) -> None:
+    py = re.compile(python)
+
+    def oracle(s: str) -> bool:
+        return py.search(s) is not None and lo <= len(s) and (hi is None or len(s) <= hi)
+
+    small = ["".join(t) for n in range(8) for t in itertools.product("ab@x0c", repeat=n) if n < 5]
+    small += ["".join(t) for t in itertools.product("abc", repeat=6)]
+    assert_language(pattern_regex(ecma, min_length=lo, max_length=hi), oracle, corpus(small))
+
+
+def test_lengths_out_of_reach() -> None:
+    # a bound cutting through a repetition whose item may be empty and varies in width
+    with pytest.raises(UnsupportedConstraint) as e:
+        pattern_regex("^(?:a?b?)*$", max_length=3)
+    assert e.value.construct == "pattern with minLength/maxLength"
+    # unanchored patterns with a large maxLength: the split regex grows past max_size
+    with pytest.raises(CompileLimitExceeded) as c:
+        pattern_regex("a.*b.*c", max_length=400)
+    assert c.value.limit == "regex_size"
+    assert pattern_regex("^[a-z]+$", max_length=10**6).endswith('{1,1000000}"')
+    assert pattern_regex("^[a-z]+$", min_length=5, max_length=3) == NOTHING_TEXT
+
+
+UNSUPPORTED = [
+    ("(?=a)a", "lookahead"),
+    ("a(?!b)", "negative lookahead"),
+    ("(?<=a)b", "lookbehind"),
+    ("(?<!a)b", "negative lookbehind"),
+    (r"\bword", "word boundary"),
+    (r"a\B", "word boundary"),
+    (r"(a)\1", "backreference"),
+    (r"(?<n>a)\k<n>", "named backreference"),
+    ("a^b", "anchor ^"),
+    ("a$b", "anchor $"),
+    ("(^a)", "anchor ^"),
+    ("(a$)", "anchor $"),
+    (r"\u{1F600}", "\\u{...}"),
+    (r"\01", "octal"),
+    (r"\a", "identity escape"),
+    (r"\z", "identity escape"),
+    (r"\c1", "\\c"),
+    (r"\xZZ", "\\x"),
+    (r"\u12", "\\u"),
+    (r"\p{Script=Greek}", "Script=Greek"),
+    (r"\p{Alphabetic}", "Alphabetic"),
+    (r"\p{gc=Nope}", "gc=Nope"),
+    ("(?i:a)", "modifiers"),
+    (r"[\1]", "class"),
+]
+
+
+@pytest.mark.parametrize("pattern, named", UNSUPPORTED)
+def test_unsupported_constructs(pattern: str, named: str) -> None:
+    with pytest.raises(UnsupportedConstraint) as e:
+        pattern_regex(pattern, where="/properties/x")
+    assert e.value.backend == "json_schema"
+    assert e.value.construct == f"pattern {pattern!r}"
+    assert named in e.value.reason
+
+
+MALFORMED = ["(", "(a", "a)", "[a", "*a", "a**", "a{3,2}", "[z-a]", "\\", "(?<>a)", "a|+", "{2}",
+             "(?", "(?<1a>x)", r"\p{L", r"\pL"]  # fmt: skip
+
+
+@pytest.mark.parametrize("pattern", MALFORMED)
+def test_malformed_patterns(pattern: str) -> None:
+    with pytest.raises(ConstraintError) as e:
+        pattern_regex(pattern, where="/properties/x/pattern")
+    assert e.value.what == "json schema"
+    assert e.value.where == "/properties/x/pattern"
+    assert "invalid pattern" in e.value.message
+
+
+@SETTINGS
+@given(st.text(alphabet=st.sampled_from(INTERESTING), max_size=8))
+def test_random_strings(s: str) -> None:
+    cases = [
+        ("^[a-c]+$", r"\A[a-c]+\Z"),
+        (r"\s|\d", ECMA_SPACE + "|[0-9]"),
+        (".$", "[^\n\r\u2028\u2029]\\Z"),
+        ("^\\W", r"\A[^A-Za-z0-9_]"),
+    ]
+    for ecma, python in cases:
+        got = dfa(pattern_regex(ecma)).matches(encoded(s))
+        assert got == bool(re.search(python, s)), (ecma, s)
+
+
+# ---------------------------------------------------------------- the test suite
+
+
+def suite_groups(name: str) -> list[dict]:
+    try:
+        path = shared_file(f"json-schema-test-suite/tests/draft2020-12/{name}")
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize(
+    "name", ["pattern.json", "optional/ecmascript-regex.json", "patternProperties.json"]
+)
+def test_suite_patterns(name: str) -> None:
+    checked = 0
+    for group in suite_groups(name):
+        schema = group["schema"]
+        if "pattern" in schema:
+            rx = pattern_regex(schema["pattern"])
+            for t in group["tests"]:
+                if isinstance(t["data"], str):
+                    assert dfa(rx).matches(encoded(t["data"])) == t["valid"], t["description"]
+                    checked += 1
+        props = schema.get("patternProperties", {})
+        if props and schema.get("additionalProperties") is False:
+            keys = [pattern_regex(p) for p in props]
+            for t in group["tests"]:
+                if isinstance(t["data"], dict):
+                    ok = all(any(dfa(k).matches(encoded(n)) for k in keys) for n in t["data"])
+                    assert ok == t["valid"], t["description"]
+                    checked += 1
+        elif props:
+            # each key's pattern decides which members it applies to: compare with re.search
+            for p in props:
+                rx = pattern_regex(p)
+                python = p.replace("\\p{Letter}", "[^\\W\\d_]").replace("$", r"\Z")
+                for t in group["tests"]:
+                    if isinstance(t["data"], dict):
+                        for n in t["data"]:
+                            expect = re.search(python, n) is not None
+                            assert dfa(rx).matches(encoded(n)) == expect, (p, n)
+                            checked += 1
+    assert checked > 0
+
+
+# ---------------------------------------------------------------- string_not_in
+
+NAMES = ["name", "age", "email", "e", "emails", "address", "a\"b", "a\\b", "tab\there", "\x00",
+         "école", "😀", "", "x" * 12, "id", "i"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "excluded",
+    [[], [""], ["a"], ["foo", "bar", "fo"], ['a"', "a\\", "a\n", "\x00", "é", "😀x"], NAMES],
+)
+def test_string_not_in(excluded: list[str]) -> None:
+    rx = string_not_in(excluded)
+    near = [s[:i] + c + s[i + 1 :] for s in excluded for i in range(len(s)) for c in 'a"\\\x01é']
+    near += [s + c for s in excluded for c in 'a"\\\n😀'] + [s[:-1] for s in excluded]
+    near += [s[1:] for s in excluded] + excluded
+    assert_language(rx, lambda s: s not in excluded, corpus(near))
+
+
+def test_string_not_in_size() -> None:
+    rng = random.Random(7)
+    names = [
+        "".join(rng.choice("abcdefghij_") for _ in range(rng.randint(3, 12))) for _ in range(40)
+    ]
+    rx = string_not_in(names)
+    assert len(rx) < 20000
+    assert_language(rx, lambda s: s not in names, corpus(names + [n + "x" for n in names], n=50))
+    with pytest.raises(CompileLimitExceeded):
+        string_not_in(names, max_size=500)
+
+
+# ------------------------------------------- random patterns (ECMA == Python subset)
+
+ATOMS = [
+    ("a", "a"),
+    ("b", "b"),
+    ("c", "c"),
+    ("[ab]", "[ab]"),
+    ("[^a]", "[^a]"),
+    (".", "[^\n\r\u2028\u2029]"),
+    (r"\d", "[0-9]"),
+    (r"\s", ECMA_SPACE),
+    ("é", "é"),
+]
+QUANTIFIERS = ["*", "+", "?", "{2}", "{0,2}", "{1,3}", "{2,}"]
+
+
+def _pair_tree(children: st.SearchStrategy[tuple[str, str]]) -> st.SearchStrategy[tuple[str, str]]:
+    def cat(xs: list[tuple[str, str]]) -> tuple[str, str]:
+        return "".join(x for x, _ in xs), "".join(y for _, y in xs)
+
+    def either(xs: list[tuple[str, str]]) -> tuple[str, str]:
+        return "(?:" + "|".join(x for x, _ in xs) + ")", "(?:" + "|".join(y for _, y in xs) + ")"
+
+    def quantify(t: tuple[tuple[str, str], str]) -> tuple[str, str]:
+        (x, y), q = t
+        return f"(?:{x}){q}", f"(?:{y}){q}"
+
+    return st.one_of(
+        st.lists(children, min_size=2, max_size=3).map(cat),
+        st.lists(children, min_size=2, max_size=3).map(either),
+        st.tuples(children, st.sampled_from(QUANTIFIERS)).map(quantify),
+    )
+
+
+pattern_pairs = st.recursive(st.sampled_from(ATOMS), _pair_tree, max_leaves=5)
+
+
+@st.composite
+def top_patterns(draw: st.DrawFn) -> tuple[str, str]:
+    alternatives = draw(st.lists(pattern_pairs, min_size=1, max_size=2))
+    ecma, python = [], []
+    for x, y in alternatives:
+        start, end = draw(st.booleans()), draw(st.booleans())
+        ecma.append(("^" if start else "") + x + ("$" if end else ""))
+        python.append(("\\A" if start else "") + f"(?:{y})" + ("\\Z" if end else ""))
+    return "|".join(ecma), "|".join(python)
+
+
+RANDOM_STRINGS = sorted(
+    {"".join(t) for n in range(5) for t in itertools.product("abc1\n", repeat=n)}
+    | {"".join(random.Random(i).choice("abc1 é\n\u2028") for _ in range(i % 9)) for i in range(200)}
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    top_patterns(),
+    st.integers(0, 4),
+    st.one_of(st.none(), st.integers(0, 6)),
+)
+def test_random_patterns_with_lengths(pair: tuple[str, str], lo: int, hi: int | None) -> None:
+    ecma, python = pair
+    py = re.compile(python)
+    try:
+        rx = pattern_regex(ecma, min_length=lo, max_length=hi)
+    except UnsupportedConstraint as e:
+        assert e.construct == "pattern with minLength/maxLength"
+        return
+    d = dfa(rx)
+    for s in RANDOM_STRINGS:
+        expect = py.search(s) is not None and lo <= len(s) and (hi is None or len(s) <= hi)
+        assert d.matches(encoded(s)) == expect, (ecma, lo, hi, s)
