@@ -12,6 +12,7 @@
 """
 
 from .dfa import DEFAULT_MAX_STATES, ByteDFA
+from .elimination import dfa_to_node, dfa_to_regex
 from .predicates import dfa_for_predicate
 from .printer import to_regex
 from .regex import (
@@ -50,6 +51,8 @@ __all__ = [
     "Seq",
     "alt",
     "dfa_for_predicate",
+    "dfa_to_node",
+    "dfa_to_regex",
     "nullable",
     "parse_regex",
     "quantifier_modes",

@@ -66,7 +66,7 @@ from ..automata.regex import Node, parse_regex, seq
 from ..errors import UnsupportedConstraint
 from .strings import encode_node
 
-__all__ = ["FORMATS", "UNSUPPORTED_FORMATS", "format_regex", "format_source"]
+__all__ = ["FORMATS", "UNSUPPORTED_FORMATS", "format_node", "format_regex", "format_source"]
 
 # ----------------------------------------------------------------- RFC 3339
 
@@ -288,6 +288,13 @@ def format_source(name: str) -> str:
 @functools.cache
 def _time_node() -> Node:
     return parse_regex(_time())
+
+
+def format_node(name: str) -> Node:
+    """The format's decoded-character AST (for combining with length bounds)."""
+    if name not in FORMATS:
+        format_regex(name)  # raises the documented error
+    return _node(name)
 
 
 def _node(name: str) -> Node:

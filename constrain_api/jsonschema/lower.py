@@ -29,7 +29,7 @@ import jsonschema
 import referencing
 import referencing.jsonschema
 
-from ..automata import ByteDFA
+from ..automata import ByteDFA, dfa_to_regex
 from ..errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from . import formats, numbers, strings
 from .ir import EMPTY, NOTHING, Call, Expr, Rx, cat, either, rep, separated, size
@@ -260,7 +260,10 @@ class Lowerer:
         out: Any = s
         for i, branch in enumerate(branches):
             here = join_pointer(where, "allOf", i)
-            out = self._merge(out, self._expand(branch, here), here)
+            part = self._expand(branch, here)
+            if isinstance(part, dict) and "allOf" in part:  # depth first: member order
+                part = self._flatten(dict(part), here)
+            out = self._merge(out, part, here)
             if out is False:
                 break
         if isinstance(out, dict) and "allOf" in out:
@@ -399,12 +402,24 @@ class Lowerer:
             schemas.append(merged)
             exprs.append(self.lower(merged, here))
         if key == "oneOf" and self.options.one_of == "exact":
-            self._check_exclusive(schemas, exprs, where)
+            return self._exclusive(schemas, exprs, where)
         return either(*exprs)
 
-    def _check_exclusive(self, schemas: list[Any], exprs: list[Expr], where: str) -> None:
-        """Raise unless the ``oneOf`` branches are pairwise disjoint."""
+    def _exclusive(self, schemas: list[Any], exprs: list[Expr], where: str) -> Expr:
+        """The ``oneOf`` of the branches: their union when they are pairwise
+        disjoint; for branches of strings, null and booleans (one spelling per
+        value, so texts and values correspond) each branch minus the others,
+        computed on automata; else ``UnsupportedConstraint``."""
         live = [(s, e) for s, e in zip(schemas, exprs, strict=True) if e != NOTHING]
+        limit = self.options.max_states
+        dfas: dict[int, ByteDFA] = {}
+
+        def dfa(i: int) -> ByteDFA:
+            if i not in dfas:
+                dfas[i] = ByteDFA.from_regex(live[i][1].text, max_states=limit)
+            return dfas[i]
+
+        overlapping = False
         for i in range(len(live)):
             for j in range(i + 1, len(live)):
                 (s1, e1), (s2, e2) = live[i], live[j]
@@ -412,19 +427,37 @@ class Lowerer:
                     continue
                 if isinstance(e1, Rx) and isinstance(e2, Rx):
                     try:
-                        d1 = ByteDFA.from_regex(e1.text, max_states=self.options.max_states)
-                        d2 = ByteDFA.from_regex(e2.text, max_states=self.options.max_states)
-                        if d1.intersect(d2, max_states=self.options.max_states).is_empty():
+                        if dfa(i).intersect(dfa(j), max_states=limit).is_empty():
                             continue
                     except CompileLimitExceeded:
                         pass
-                raise _unsupported(
-                    "oneOf",
-                    where,
-                    "its branches overlap (or could not be shown disjoint), and "
-                    "'exactly one' is not expressible; JsonSchema(one_of='any_of') "
-                    "accepts such documents as anyOf does",
-                )
+                overlapping = True
+        if not overlapping:
+            return either(*(e for _, e in live))
+        single_spelling = all(
+            isinstance(e, Rx) and (_value_types(s) or {"object"}) <= {"string", "null", "boolean"}
+            for s, e in live
+        )
+        if single_spelling:
+            try:
+                parts = []
+                for i in range(len(live)):
+                    only = dfa(i)
+                    for j in range(len(live)):
+                        if j != i:
+                            only = only.difference(dfa(j), max_states=limit)
+                    if not only.is_empty():
+                        parts.append(Rx(dfa_to_regex(only)))
+                return either(*parts)
+            except CompileLimitExceeded:
+                pass
+        raise _unsupported(
+            "oneOf",
+            where,
+            "its branches overlap, and 'exactly one' is expressible here only for "
+            "strings, null and booleans; JsonSchema(one_of='any_of') accepts such "
+            "documents as anyOf does",
+        )
 
     def _conditional(self, s: dict, where: str) -> Any:
         if "if" not in s:  # then/else without if do nothing
@@ -579,12 +612,11 @@ class Lowerer:
                 raise _unsupported("not enum", where, "with other string keywords")
             return Rx(strings.string_not_in(s["__not_strings__"]))
         if fmt is not None:
-            if "pattern" in s or lo or hi is not None:
-                raise _unsupported(
-                    f"format {fmt!r} with pattern/minLength/maxLength",
-                    where,
-                    "their conjunction",
-                )
+            if "pattern" in s:
+                raise _unsupported(f"format {fmt!r} with pattern", where, "their conjunction")
+            if lo or hi is not None:
+                node = formats.format_node(fmt)
+                return Rx(strings.length_restricted(node, lo, hi, what=f"format {fmt!r}"))
             return Rx(formats.format_regex(fmt, where=where))
         if "pattern" in s:
             return Rx(
@@ -669,66 +701,91 @@ class Lowerer:
             entries.append((member, name in required))
         extras = self._extra_members(names, patterns, additional, where)
         lo, hi = _count(s, "minProperties", 0), _count(s, "maxProperties")
-        n_required = sum(req for _, req in entries)
-        counted = lo > n_required or (hi is not None and (extras is not None or hi < len(entries)))
-        if counted and (entries or extras is None):
-            if not entries and extras is None:
-                return NOTHING if lo > 0 else cat(Rx("\\{"), ws, Rx("\\}"))
-            raise _unsupported(
-                "minProperties/maxProperties", where, "member counts with optional members"
-            )
+        if hi is not None and hi < lo:
+            return NOTHING
+        # counted[c]: the members from here on, each after a separator, when c
+        # are already present; counts above `cap` behave alike (all fine with
+        # no maximum, all too many above one)
+        cap = lo if hi is None else hi + 1
+        if cap > 64:
+            raise _unsupported("minProperties/maxProperties", where, "counts above 64")
         sep = cat(Rx(","), ws)
-        if extras is None:
-            tail_first, tail_more = EMPTY, EMPTY
+        counted = {}
+        for c in range(cap + 1):
+            if extras is None:
+                fine = c >= lo and (hi is None or c <= hi)
+                counted[c] = EMPTY if fine else NOTHING
+            else:
+                counted[c] = rep(cat(sep, extras), max(0, lo - c), None if hi is None else hi - c)
+        if extras is not None:
+            first = separated(extras, sep, lo, hi)  # first: nothing present yet
         else:
-            x_lo, x_hi = (0, None) if entries else (lo, hi)
-            tail_first = separated(extras, sep, x_lo, x_hi)
-            tail_more = rep(cat(sep, extras), 0, None)
-        first, more = tail_first, tail_more  # first: no leading separator
+            first = EMPTY if lo == 0 else NOTHING
         for member, req in reversed(entries):
-            new_more = cat(sep, member, more) if req else cat(either(cat(sep, member), EMPTY), more)
-            new_first = cat(member, more) if req else either(cat(member, more), first)
-            first, more = self.share(new_first), self.share(new_more)
+            after = {c: counted[min(c + 1, cap)] for c in counted}
+            taken = {c: cat(sep, member, after[c]) for c in counted}
+            counted = {
+                c: self.share(taken[c] if req else either(taken[c], counted[c])) for c in counted
+            }
+            head = cat(member, after[0])
+            first = self.share(head if req else either(head, first))
         return cat(Rx("\\{"), ws, first, Rx("\\}"))
 
     def _extra_members(
         self, names: list[str], patterns: dict[str, Any], additional: Any, where: str
     ) -> Expr | None:
-        """One additional member (``None`` if none may appear)."""
-        ws = self.ws
-        options = []
-        for p, sub in patterns.items():
-            here = join_pointer(where, "patternProperties", p)
-            key = strings.pattern_regex(p, where=here)
-            rx = re.compile(key)
-            if any(rx.fullmatch(json.dumps(n, ensure_ascii=False)) for n in names):
-                raise _unsupported(
-                    f"patternProperties {p!r}", where, "its pattern also matches declared names"
-                )
-            value = self.lower(sub, here)
-            if value != NOTHING:
-                options.append(cat(Rx(key), ws, Rx(":"), ws, value, ws))
-        if len(patterns) > 1:
-            keys = [strings.pattern_regex(p) for p in patterns]
-            for i in range(len(keys)):
-                for j in range(i + 1, len(keys)):
-                    d = ByteDFA.from_regex(keys[i]).intersect(ByteDFA.from_regex(keys[j]))
-                    if not d.is_empty():
-                        raise _unsupported(
-                            "patternProperties", where, "overlapping patterns on one name"
-                        )
-        if additional is not False:
-            if patterns:
-                raise _unsupported(
-                    "additionalProperties with patternProperties",
-                    where,
-                    "names matching none of the patterns are not expressible",
-                )
+        """One additional member (``None`` if none may appear).
+
+        Names are split into regions by automata: each non-empty combination
+        of matching ``patternProperties`` (its value must satisfy all of
+        them), and the names no pattern matches (``additionalProperties``);
+        declared names are removed from every region. Each region's names are
+        printed back as a regex (``dfa_to_regex``).
+        """
+        if not patterns:
+            if additional is False:
+                return None
             value = self.lower(additional, join_pointer(where, "additionalProperties"))
+            if value == NOTHING:
+                return None
+            return self._member(Rx(strings.string_not_in(names)), value)
+        if len(patterns) > 4:
+            raise _unsupported("patternProperties", where, "more than 4 patterns")
+        limit = self.options.max_states
+        declared = ByteDFA.from_strings(json.dumps(n, ensure_ascii=False).encode() for n in names)
+        keys = []
+        for p in patterns:
+            here = join_pointer(where, "patternProperties", p)
+            keys.append(ByteDFA.from_regex(strings.pattern_regex(p, where=here), max_states=limit))
+        regions: list[tuple[ByteDFA, list[Any], str]] = []
+        for combo in range(1, 1 << len(keys)):
+            region = None
+            for i, key in enumerate(keys):
+                if combo >> i & 1:
+                    region = key if region is None else region.intersect(key, max_states=limit)
+            for i, key in enumerate(keys):
+                if not combo >> i & 1:
+                    region = region.difference(key, max_states=limit)
+            chosen = [patterns[p] for i, p in enumerate(patterns) if combo >> i & 1]
+            here = join_pointer(where, "patternProperties", list(patterns)[combo.bit_length() - 1])
+            regions.append((region, chosen, here))
+        if additional is not False:
+            rest = ByteDFA.from_regex(strings.string_regex(), max_states=limit)
+            for key in keys:
+                rest = rest.difference(key, max_states=limit)
+            regions.append((rest, [additional], join_pointer(where, "additionalProperties")))
+        options = []
+        for region, chosen, here in regions:
+            region = region.difference(declared, max_states=limit)
+            if region.is_empty():
+                continue
+            value = self.lower(chosen[0] if len(chosen) == 1 else {"allOf": chosen}, here)
             if value != NOTHING:
-                key = strings.string_not_in(names)
-                options.append(cat(Rx(key), ws, Rx(":"), ws, value, ws))
+                options.append(self._member(Rx(dfa_to_regex(region)), value))
         return either(*options) if options else None
+
+    def _member(self, key: Expr, value: Expr) -> Expr:
+        return cat(key, self.ws, Rx(":"), self.ws, value, self.ws)
 
     def share(self, expr: Expr) -> Expr:
         """In grammar mode, a big expression becomes a rule (used more than once)."""

@@ -106,6 +106,7 @@ from ..errors import CompileLimitExceeded, ConstraintError, UnsupportedConstrain
 __all__ = [
     "CHAR",
     "encode_node",
+    "length_restricted",
     "pattern_node",
     "pattern_regex",
     "quote",
@@ -1019,6 +1020,22 @@ def pattern_regex(
     ``max_length`` characters. See the module docstring for the dialect."""
     _check_counts(min_length, max_length, where)
     node = pattern_node(pattern, where=where)
+    return length_restricted(
+        node, min_length, max_length, what=f"pattern {pattern!r}", max_size=max_size
+    )
+
+
+def length_restricted(
+    node: Node,
+    min_length: int = 0,
+    max_length: int | None = None,
+    *,
+    what: str = "pattern",
+    max_size: int = 20000,
+) -> str:
+    """Quoted canonical strings whose decoded content is in ``node``'s language
+    and has ``min_length`` to ``max_length`` characters (``what`` names the
+    source in errors: ``"pattern '...'"``, ``"format 'email'"``)."""
     if max_length is not None and max_length < min_length:
         return NOTHING_TEXT
     if min_length or max_length is not None:
@@ -1028,8 +1045,8 @@ def pattern_regex(
         except _NotExpressible:
             raise UnsupportedConstraint(
                 _BACKEND,
-                "pattern with minLength/maxLength",
-                f"the strings of pattern {pattern!r} with {min_length} to "
+                f"{what} with minLength/maxLength",
+                f"its strings with {min_length} to "
                 f"{max_length if max_length is not None else 'any'} characters: the length bound "
                 "cuts through a repetition of variable-width items",
             ) from None
@@ -1038,11 +1055,9 @@ def pattern_regex(
                 "regex_size",
                 max_size,
                 None,
-                f"pattern {pattern!r} restricted to {min_length}..{max_length} characters",
+                f"{what} restricted to {min_length}..{max_length} characters",
             ) from None
     try:
-        return _quoted(node, max_size, f"pattern {pattern!r}")
+        return _quoted(node, max_size, what)
     except RecursionError:
-        raise CompileLimitExceeded(
-            "nesting", 0, None, f"pattern {pattern!r} is nested too deeply"
-        ) from None
+        raise CompileLimitExceeded("nesting", 0, None, f"{what} is nested too deeply") from None

@@ -38,27 +38,38 @@ def canonical_text(schema: Any, instance: Any) -> str:
 
 
 def _branches(index, schema, pointer, instance, depth) -> list[tuple[Any, str]]:
-    """The (sub)schemas that apply to ``instance`` at this level, in merge order."""
+    """The (sub)schemas that apply to ``instance`` at this level, in the
+    lowering's merge order: the schema, its ``$ref`` target and ``allOf``
+    branches depth first, then the first valid branch of each
+    ``anyOf``/``oneOf`` met on the way (the lowering distributes those last)."""
+    own: list[tuple[Any, str]] = []
+    choices: list[tuple[Any, str]] = []
+    _collect(index, schema, pointer, instance, depth, own, choices)
+    out = list(own)
+    for branch, where in choices:
+        out += _branches(index, branch, where, instance, depth + 1)
+    return out
+
+
+def _collect(index, schema, pointer, instance, depth, own, choices) -> None:
     if not isinstance(schema, dict) or depth > 40:
-        return []
-    out = []
+        return
     if isinstance(schema.get("$ref"), str):
         try:
             target = index.resolve(schema["$ref"], pointer)
-            out += _branches(index, index.at(target), target, instance, depth + 1)
+            _collect(index, index.at(target), target, instance, depth + 1, own, choices)
         except (UnsupportedConstraint, ConstraintError):
             pass
         if index.legacy_ref:
-            return out
-    out.append((schema, pointer))
+            return
+    own.append((schema, pointer))
     for i, branch in enumerate(schema.get("allOf", [])):
-        out += _branches(index, branch, f"{pointer}/allOf/{i}", instance, depth + 1)
+        _collect(index, branch, f"{pointer}/allOf/{i}", instance, depth + 1, own, choices)
     for key in ("anyOf", "oneOf"):
         for i, branch in enumerate(schema.get(key, [])):
             if _valid(index, branch, instance):
-                out += _branches(index, branch, f"{pointer}/{key}/{i}", instance, depth + 1)
+                choices.append((branch, f"{pointer}/{key}/{i}"))
                 break
-    return out
 
 
 def _valid(index, schema, instance) -> bool:

@@ -203,3 +203,45 @@ def _tiny_vocab():
     from constrain_api import Vocabulary
 
     return Vocabulary.from_list([bytes([b]) for b in range(256)] + [b"<eos>"], eos=[256])
+
+
+def test_one_of_over_strings_is_exact_by_automata():
+    schema = {"type": "string", "oneOf": [{"pattern": "^[0-9a-f]+$"}, {"pattern": "^[0-9A-F]+$"}]}
+    lowered, ok = language(schema)
+    assert isinstance(lowered, Regex)
+    assert ok('"ab12"') and ok('"AB12"') and ok('"f"')
+    assert not ok('"1234"')  # matches both branches: not exactly one
+    assert not ok('"aB"') and not ok('""')
+
+
+def test_pattern_properties_regions_and_open_additional_members():
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}},
+        "patternProperties": {"^x-": {"type": "string"}, "y$": {"type": "boolean"}},
+    }
+    lowered, ok = language(schema)
+    assert isinstance(lowered, Grammar)  # other names take any JSON value
+    assert ok('{"id":1,"x-a":"s","by":true,"other":[1]}')
+    assert ok('{"x-y":"s"}') is False  # both patterns: string and boolean at once
+    assert not ok('{"x-a":1}') and not ok('{"by":"s"}')
+    assert not ok('{"id":1,"id":2}')  # a declared name never counts as additional
+    _, ok = language(dict(schema, additionalProperties=False))
+    assert ok('{"x-a":"s"}') and not ok('{"other":1}')
+
+
+def test_member_counts_with_optional_members():
+    schema = {
+        "type": "object",
+        "properties": {"a": {}, "b": {}, "c": {}},
+        "minProperties": 1,
+        "maxProperties": 2,
+        "additionalProperties": False,
+    }
+    _, ok = language(schema)
+    assert not ok("{}") and ok('{"a":1}') and ok('{"b":[],"c":{}}')
+    assert not ok('{"a":1,"b":1,"c":2}')
+    _, ok = language(
+        {"type": "object", "properties": {"a": {}}, "required": ["a"], "minProperties": 2}
+    )
+    assert not ok('{"a":1}') and ok('{"a":1,"x":2}') and ok('{"a":1,"x":2,"y":3}')

@@ -1,0 +1,127 @@
+"""``ByteDFA`` → regex AST, by state elimination over characters.
+
+``dfa_to_node(dfa)`` gives a ``Node`` (``to_regex`` prints it) with the DFA's
+language, for automata whose strings are valid UTF-8 (every automaton built
+from a regex, and their products and differences restricted to such a
+language). It is what lets a set operation — a complement, a difference,
+an intersection — computed on automata come back as regex text, which every
+backend reads.
+
+Two steps: the byte automaton's UTF-8 sequences are folded into character
+edges (``CharSet`` labels, computed on runs of equal byte classes, never byte
+by byte), then states are eliminated, cheapest first (fewest in × out edges),
+each elimination rewriting ``p → q → r`` into ``p → r`` with
+``label(p,q) label(q,q)* label(q,r)``. The result can be exponentially larger
+than the automaton; ``max_size`` (characters of the printed regex, checked as
+it grows) raises ``CompileLimitExceeded`` instead.
+"""
+
+from __future__ import annotations
+
+from ..errors import CompileLimitExceeded
+from .dfa import ByteDFA
+from .printer import to_regex
+from .regex import CharSet, Empty, Node, alt, repeat, seq
+
+__all__ = ["dfa_to_node", "dfa_to_regex"]
+
+# (first byte range, continuation count, payload bits of the first byte)
+_LEADS = (
+    (0x00, 0x7F, 0, 0x7F),
+    (0xC2, 0xDF, 1, 0x1F),
+    (0xE0, 0xEF, 2, 0x0F),
+    (0xF0, 0xF4, 3, 0x07),
+)
+
+
+def _runs(row: list[int], lo: int, hi: int) -> list[tuple[int, int, int]]:
+    """``(first, last, target)`` for the maximal runs of equal targets in ``row[lo..hi]``."""
+    out: list[tuple[int, int, int]] = []
+    start = lo
+    for b in range(lo + 1, hi + 2):
+        if b > hi or row[b] != row[start]:
+            out.append((start, b - 1, row[start]))
+            start = b
+    return out
+
+
+def _char_edges(dfa: ByteDFA, state: int) -> dict[int, list[tuple[int, int]]]:
+    """Target state → code-point ranges leading there from ``state``."""
+    rows = dfa.rows
+    edges: dict[int, list[tuple[int, int]]] = {}
+
+    def follow(s: int, more: int, lo_cp: int, hi_cp: int) -> None:
+        # [lo_cp, hi_cp]: the code points whose leading bytes took us to s; each
+        # continuation byte multiplies by 64 and adds 0..63
+        if s < 0:
+            return
+        if more == 0:
+            edges.setdefault(s, []).append((lo_cp, hi_cp))
+            return
+        for first, last, target in _runs(rows[s], 0x80, 0xBF):
+            if target < 0:
+                continue
+            if lo_cp == hi_cp or (first, last) == (0x80, 0xBF):
+                # one prefix, or every continuation byte: still one range
+                follow(target, more - 1, lo_cp * 64 + first - 0x80, hi_cp * 64 + last - 0x80)
+            else:  # several prefixes, part of the continuations: a range per prefix
+                for cp in range(lo_cp, hi_cp + 1):
+                    follow(target, more - 1, cp * 64 + first - 0x80, cp * 64 + last - 0x80)
+
+    row = rows[state]
+    for lo, hi, more, bits in _LEADS:
+        for first, last, target in _runs(row, lo, hi):
+            if target >= 0:
+                follow(target, more, first & bits, last & bits)
+    return edges
+
+
+def dfa_to_node(dfa: ByteDFA, *, max_size: int = 20_000) -> Node:
+    """A regex AST of ``dfa``'s language (``CharSet(())`` if it is empty)."""
+    if dfa.is_empty():
+        return CharSet(())
+    dfa = dfa.minimize()
+    n = dfa.num_states
+    start, final = n, n + 1
+    # out_edges[p][q] = (label AST of p → q, its weight: a cheap size measure)
+    out_edges: dict[int, dict[int, tuple[Node, int]]] = {p: {} for p in range(n + 2)}
+    in_edges: dict[int, set[int]] = {p: set() for p in range(n + 2)}
+
+    def add(p: int, q: int, label: Node, weight: int) -> None:
+        old = out_edges[p].get(q)
+        if old is not None:
+            label, weight = alt(old[0], label), old[1] + weight + 1
+        if weight > max_size:
+            raise CompileLimitExceeded(
+                "regex_size", max_size, None, "the automaton's regex (state elimination) is too big"
+            )
+        out_edges[p][q] = (label, weight)
+        in_edges[q].add(p)
+
+    add(start, dfa.start, Empty(), 0)
+    for s in range(n):
+        if dfa.accept[s]:
+            add(s, final, Empty(), 0)
+        for target, ranges in _char_edges(dfa, s).items():
+            add(s, target, CharSet(tuple(ranges)), 1 + len(ranges))
+    for q in sorted(range(n), key=lambda x: len(in_edges[x]) * len(out_edges[x])):
+        loop = out_edges[q].pop(q, None)
+        in_edges[q].discard(q)
+        star, star_w = (repeat(loop[0], 0, None), loop[1] + 1) if loop else (Empty(), 0)
+        for p in in_edges[q]:
+            head, head_w = out_edges[p].pop(q)
+            for r, (tail, tail_w) in out_edges[q].items():
+                add(p, r, seq(head, star, tail), head_w + star_w + tail_w)
+        for r in out_edges[q]:
+            in_edges[r].discard(q)
+        out_edges[q] = {}
+        in_edges[q] = set()
+    return out_edges[start].get(final, (CharSet(()), 0))[0]
+
+
+def dfa_to_regex(dfa: ByteDFA, *, max_size: int = 20_000) -> str:
+    """``to_regex(dfa_to_node(dfa))``: portable regex text of the DFA's language."""
+    text = to_regex(dfa_to_node(dfa, max_size=max_size))
+    if len(text) > max_size:
+        raise CompileLimitExceeded("regex_size", max_size, len(text), "the automaton's regex")
+    return text
