@@ -14,7 +14,7 @@ match the empty string (LALR and Earley lexers reject such terminals): an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..automata import (
@@ -35,10 +35,19 @@ from ..errors import CompileLimitExceeded
 
 @dataclass(frozen=True, slots=True)
 class Rx:
-    """A regular piece: ``text`` (portable regex); ``nullable``: it matches ε."""
+    """A regular piece: ``text`` (portable regex); ``nullable``: it matches ε;
+    ``joinable``: known safe to concatenate as is (``None``: not yet known —
+    the constructors set it, so long texts are not rescanned at every join)."""
 
     text: str
     nullable: bool = False
+    joinable: bool | None = field(default=None, compare=False)
+
+    def joined(self) -> str:
+        """``text`` made safe to concatenate."""
+        if self.joinable is None:
+            object.__setattr__(self, "joinable", concatenable(self.text) == self.text)
+        return self.text if self.joinable else f"(?:{self.text})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +95,7 @@ def cat(*parts: Expr) -> Expr:
                 return NOTHING
             if out and isinstance(item, Rx) and isinstance(out[-1], Rx):
                 prev = out[-1]
-                out[-1] = Rx(
-                    concatenable(prev.text) + concatenable(item.text),
-                    prev.nullable and item.nullable,
-                )
+                out[-1] = Rx(prev.joined() + item.joined(), prev.nullable and item.nullable, True)
             else:
                 out.append(item)
     if not out:
@@ -115,8 +121,10 @@ def either(*options: Expr) -> Expr:
             return EMPTY
         body = "|".join(o.text for o in nonempty)
         if len(nonempty) != len(seen):
-            return Rx(f"(?:{body})?", True)
-        return Rx(f"(?:{body})" if len(nonempty) > 1 else nonempty[0].text, nullable)
+            return Rx(f"(?:{body})?", True, True)
+        if len(nonempty) > 1:
+            return Rx(f"(?:{body})", nullable, True)
+        return Rx(nonempty[0].text, nullable, nonempty[0].joinable)
     return Or(tuple(seen))
 
 
@@ -134,7 +142,7 @@ def rep(item: Expr, lo: int, hi: int | None) -> Expr:
         q = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((lo, hi))
         if q is None:
             q = f"{{{lo},}}" if hi is None else f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
-        return Rx(group(item.text) + q, lo == 0 or item.nullable)
+        return Rx(group(item.text) + q, lo == 0 or item.nullable, True)
     return Rep(item, lo, hi)
 
 

@@ -723,13 +723,23 @@ class Lowerer:
             first = EMPTY if lo == 0 else NOTHING
         for member, req in reversed(entries):
             after = {c: counted[min(c + 1, cap)] for c in counted}
-            taken = {c: cat(sep, member, after[c]) for c in counted}
             counted = {
-                c: self.share(taken[c] if req else either(taken[c], counted[c])) for c in counted
+                c: self.share(self._member_then(sep, member, req, after[c], counted[c]))
+                for c in counted
             }
             head = cat(member, after[0])
             first = self.share(head if req else either(head, first))
         return cat(Rx("\\{"), ws, first, Rx("\\}"))
+
+    @staticmethod
+    def _member_then(sep: Expr, member: Expr, req: bool, after: Expr, skipped: Expr) -> Expr:
+        """``sep member`` then ``after``; or, if optional, ``skipped`` instead
+        (factored when both continue alike, keeping the text linear)."""
+        if req:
+            return cat(sep, member, after)
+        if after == skipped:
+            return cat(either(cat(sep, member), EMPTY), after)
+        return either(cat(sep, member, after), skipped)
 
     def _extra_members(
         self, names: list[str], patterns: dict[str, Any], additional: Any, where: str
