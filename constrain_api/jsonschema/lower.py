@@ -30,7 +30,7 @@ import referencing
 import referencing.jsonschema
 
 from ..automata import ByteDFA, dfa_to_regex
-from ..errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
+from ..errors import CompileLimitExceeded, UnsupportedConstraint
 from . import formats, numbers, strings
 from .ir import EMPTY, NOTHING, Call, Expr, Rx, cat, either, rep, separated, size
 from .refs import SCHEMA_KEYWORDS, SchemaIndex, join_pointer
@@ -66,10 +66,6 @@ _APPLICATORS = {
 
 class NotRegular(Exception):
     """Regex mode met recursion or a schema-free value."""
-
-
-class _TooDeep(Exception):
-    pass
 
 
 @dataclass(frozen=True)
@@ -113,7 +109,7 @@ class Lowerer:
         self._active: list[str] = []
         self._recursive: set[str] = set()
         self._memo: dict[str, Expr] = {}
-        self._validator: Any = None
+        self._absolute: Any = None
         self.rules_inlined: dict[str, Expr] = {}
         self._depth = 0
         ws = options.whitespace == "flexible" and options.max_whitespace > 0
@@ -532,9 +528,9 @@ class Lowerer:
         return cls(_absolute_refs(schema), registry=registry, format_checker=checker)
 
     def _absolute_root(self) -> Any:
-        if self._validator is None:
-            self._validator = _absolute_refs(self.root)
-        return self._validator
+        if self._absolute is None:
+            self._absolute = _absolute_refs(self.root)
+        return self._absolute
 
     def literal(self, value: Any) -> Expr:
         """Exactly the JSON text of ``value`` (numbers in their equal spellings)."""
@@ -1021,4 +1017,4 @@ def rewrite_refs(index: SchemaIndex) -> Any:
     return walk(index.root, "")
 
 
-__all__ = ["ConstraintError", "Lowerer", "NotRegular", "Options", "rewrite_refs"]
+__all__ = ["Lowerer", "NotRegular", "Options", "rewrite_refs"]
