@@ -5,6 +5,7 @@ recognizers (``ByteDFA`` for regexes, its Earley recognizer for grammars)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,6 +105,13 @@ def _order(index, schema, pointer, instance, depth) -> Any:
                 for s, p in levels
                 if k in s.get("properties", {})
             ]
+            if not subs:  # patternProperties apply to undeclared names (search semantics)
+                subs = [
+                    (sub, f"{p}/patternProperties/{pattern}")
+                    for s, p in levels
+                    for pattern, sub in s.get("patternProperties", {}).items()
+                    if _matches(pattern, k)
+                ]
             if not subs:
                 subs = [
                     (s["additionalProperties"], f"{p}/additionalProperties")
@@ -130,6 +138,14 @@ def _order(index, schema, pointer, instance, depth) -> Any:
             out_list.append(_order(index, sub, sp, v, depth + 1))
         return out_list
     return instance
+
+
+def _matches(pattern: str, name: str) -> bool:
+    """ECMA ``pattern`` (as Python ``re``, close enough for ordering) found in ``name``."""
+    try:
+        return re.search(pattern, name) is not None
+    except re.error:
+        return False
 
 
 def _same(a: Any, b: Any) -> bool:

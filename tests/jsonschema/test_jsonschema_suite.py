@@ -108,6 +108,7 @@ def test_maskbench() -> None:
         status = "wrong" if out.wrong else out.status
         counts[status] += 1
         kinds[out.kind] += bool(out.kind)
+        kinds["recognizer limit"] += bool(out.kind) and out.status == "limit"
         instances += out.checked
         if out.status != "supported":
             reasons[out.reason.split(" at ")[0][:70]] += 1
@@ -118,8 +119,9 @@ def test_maskbench() -> None:
     share = counts["supported"] / n
     lines = [
         f"{n} schemas, {instances} instances checked: **{counts['supported']} supported "
-        f"({share:.1%})** — {kinds['regex']} as a regex, {kinds['grammar']} as a grammar; "
-        f"{counts['unsupported']} unsupported, {counts['limit']} over a limit, "
+        f"({share:.1%})**; lowered to {kinds['regex']} regexes and {kinds['grammar']} "
+        f"grammars, {kinds['recognizer limit']} of them then over the test recognizer's "
+        f"limits; {counts['unsupported']} unsupported, {counts['limit']} over a limit, "
         f"{counts['wrong']} wrong.",
         "",
         f"Lowering time per schema: median {statistics.median(seconds) * 1e3:.1f} ms, "
