@@ -23,3 +23,13 @@ def test_readme_usage_example_runs(monkeypatch):
     exec(compile(block, str(README), "exec"), namespace)
     checker = namespace["checker"]
     assert checker.rollback_depth == 1  # the example accepted one token
+    # The decoding-loop example continues in the same namespace.
+    (loop_block,) = re.findall(
+        r"```python\n(from constrain_api.decoding import.*?)```", README.read_text(), re.S
+    )
+    exec(compile(loop_block, str(README), "exec"), namespace)
+    result = namespace["result"]
+    assert len(result.outputs[0]) == 4
+    for g in result.outputs[0]:
+        # \d is Unicode in the constraint, as in Python's re on str
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", g.data.decode()), g

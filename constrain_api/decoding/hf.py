@@ -1,0 +1,100 @@
+"""``transformers`` causal LMs as the loop's ``CausalLM``, and ``tiny_model``.
+
+``HFCausalLM`` passes the loop's attention mask over cache slots and its
+position ids straight to the model, so right padding and masked-out draft
+slots are handled by the model's own masking (the same mechanism as left
+padding in ``transformers``' ``generate``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, DynamicCache, LlamaConfig, LlamaForCausalLM
+
+
+class HFCausalLM:
+    """Wraps a ``transformers`` causal LM (``model``); ``width`` defaults to the
+    size of its output embedding (``config.vocab_size``)."""
+
+    def __init__(self, model: Any, *, width: int | None = None):
+        self.model = model.eval()
+        self.width = int(width if width is not None else model.config.vocab_size)
+        self.device = next(model.parameters()).device
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: Any | None,
+    ) -> tuple[torch.Tensor, Any]:
+        """One forward pass after the cached slots (see ``CausalLM.forward``)."""
+        if cache is None:
+            cache = DynamicCache(config=self.model.config)
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                past_key_values=cache,
+                use_cache=True,
+            )
+        return out.logits[..., : self.width].float(), out.past_key_values
+
+    def select_rows(self, cache: Any, rows: torch.Tensor) -> Any:
+        """Keep ``rows`` of the cache, in that order (repeats allowed)."""
+        with torch.inference_mode():
+            cache.reorder_cache(rows.to(self.device))
+        return cache
+
+
+def _default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def tiny_model(
+    vocab: Any,
+    *,
+    hidden_size: int = 64,
+    layers: int = 2,
+    heads: int = 4,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> HFCausalLM:
+    """A random-weight Llama sized to ``vocab``: the embedded default model.
+
+    The embedding has ``vocab.size`` rows rounded up to a multiple of 64, as
+    real models pad theirs; the loop never picks the padding rows. Weights
+    depend only on ``seed`` (the global RNG is left untouched).
+    """
+    width = -(-vocab.size // 64) * 64
+    config = LlamaConfig(
+        vocab_size=width,
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=4096,
+        eos_token_id=vocab.eos_id if vocab.eos_ids else None,
+        tie_word_embeddings=False,
+        attn_implementation="sdpa",
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    # Random init gives near-uniform logits; sharpen them so a random model has
+    # preferences (long runs, repetitions), as trained models do.
+    with torch.no_grad():
+        model.lm_head.weight.mul_(8.0)
+    return HFCausalLM(model.to(device=device or _default_device(), dtype=dtype))
+
+
+def from_pretrained(name_or_path: str | os.PathLike[str], **kwargs: Any) -> HFCausalLM:
+    """Load a causal LM with ``AutoModelForCausalLM.from_pretrained`` (a local
+    folder or a hub name) and wrap it; ``kwargs`` go to ``from_pretrained``."""
+    return HFCausalLM(AutoModelForCausalLM.from_pretrained(name_or_path, **kwargs))

@@ -1,0 +1,50 @@
+"""The minimal model protocol the decoding loop drives: token ids in, logits out, with a KV cache.
+
+The loop feeds each row a chunk of new tokens per call. Rows advance by
+different amounts (forced tokens, speculative drafts, right padding), so
+instead of per-row cache lengths the loop keeps one attention mask over every
+cache slot: slot ``j`` of row ``b`` is attended iff ``attention_mask[b, j]``
+is 1. Padding and rejected draft tokens stay in the cache, masked out forever.
+``position_ids`` count only the attended tokens before a slot, so a row's
+positions are what they would be without the padding.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+
+@runtime_checkable
+class CausalLM(Protocol):
+    """A causal language model as the decoding loop sees it.
+
+    ``width``: logits per position; at least the vocabulary size (a model
+    may pad its embedding matrix; the loop never allows ids at or above the
+    vocabulary's size). ``device``: where logits live and masks are applied.
+    """
+
+    width: int
+    device: torch.device
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: Any | None,
+    ) -> tuple[torch.Tensor, Any]:
+        """Run ``input_ids`` (``[B, T]`` long) after the cached slots.
+
+        ``attention_mask`` is ``[B, S + T]`` (``S`` cached slots, then the
+        ``T`` new ones; 1 = attend); ``position_ids`` is ``[B, T]``;
+        ``cache`` is ``None`` on the first call, else what the previous call
+        returned. Returns float logits ``[B, T, width]`` (the prediction after
+        each new slot) and the cache, now holding ``S + T`` slots.
+        """
+
+    def select_rows(self, cache: Any, rows: torch.Tensor) -> Any:
+        """The cache restricted to ``rows`` (a 1-D long tensor, repeats allowed),
+        in that order: drops finished rows and reorders beams."""

@@ -1,0 +1,103 @@
+"""``ScriptedLM``: a model with no network that wants a given token sequence.
+
+It is how minimal invasiveness is tested: a backend that is minimally
+invasive lets a model that "wants" the natural tokenization of a valid
+document produce exactly that tokenization. After the prompt, a row's logits
+are noise plus ``strength`` on the target's next token while the output so
+far equals the target's prefix, on EOS once the whole target is out, and on
+nothing once the output has left the target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass
+class _RowState:
+    target: int  # index into ScriptedLM.targets
+    prompt_done: bool = False
+    generated: tuple[int, ...] = ()
+
+
+class ScriptedLM:
+    """Implements ``CausalLM``; see the module docstring.
+
+    ``targets``: one token-id sequence, or several. At the first call with
+    ``B`` rows, row ``r`` follows ``targets[r * len(targets) // B]`` (``B``
+    must be a multiple of ``len(targets)``: ``n`` rows per prompt, prompt by
+    prompt, as the loop lays them out), and the tokens of that first call
+    are the prompt. ``noise``: standard deviation of seeded Gaussian noise.
+    """
+
+    def __init__(
+        self,
+        targets: Sequence[int] | Sequence[Sequence[int]],
+        *,
+        width: int,
+        eos_id: int,
+        strength: float = 10.0,
+        noise: float = 0.0,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+    ):
+        items = list(targets)
+        if items and all(isinstance(t, int) for t in items):
+            items = [items]
+        if not items:
+            raise ValueError("ScriptedLM needs at least one target")
+        self.targets = [tuple(int(t) for t in target) for target in items]
+        for target in self.targets:
+            if any(not 0 <= t < width for t in target) or not 0 <= eos_id < width:
+                raise ValueError(f"target ids must lie in [0, {width})")
+        self.width = width
+        self.eos_id = eos_id
+        self.strength = strength
+        self.noise = noise
+        self.device = torch.device(device)
+        self._generator = torch.Generator(device=self.device).manual_seed(seed)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: Any | None,
+    ) -> tuple[torch.Tensor, list[_RowState]]:
+        """Logits ``[B, T, width]`` and the per-row states (the "cache")."""
+        rows, steps = input_ids.shape
+        if cache is None:
+            if rows % len(self.targets):
+                raise ValueError(f"{rows} rows cannot be split among {len(self.targets)} targets")
+            cache = [_RowState(r * len(self.targets) // rows) for r in range(rows)]
+        ids = input_ids.tolist()
+        attended = attention_mask[:, -steps:].tolist()
+        logits = torch.zeros(rows, steps, self.width, device=self.device)
+        if self.noise:
+            logits.normal_(0.0, self.noise, generator=self._generator)
+        for b, state in enumerate(cache):
+            for t in range(steps):
+                if attended[b][t] and state.prompt_done:
+                    state.generated += (ids[b][t],)
+                favoured = self._favoured(state)
+                if favoured is not None:
+                    logits[b, t, favoured] += self.strength
+            state.prompt_done = True
+        return logits, cache
+
+    def _favoured(self, state: _RowState) -> int | None:
+        target, out = self.targets[state.target], state.generated
+        if out != target[: len(out)]:
+            return None
+        return target[len(out)] if len(out) < len(target) else self.eos_id
+
+    def select_rows(self, cache: list[_RowState], rows: torch.Tensor) -> list[_RowState]:
+        """States of ``rows`` (copies, so repeated rows evolve independently)."""
+        return [
+            _RowState(s.target, s.prompt_done, s.generated)
+            for s in (cache[r] for r in rows.tolist())
+        ]

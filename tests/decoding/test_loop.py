@@ -1,0 +1,462 @@
+"""The shared decoding loop: outputs in the language for every decoder, honest
+finish reasons, reproducibility, minimal invasiveness, and that the fast paths
+(forced tokens, opportunistic masking, speculative drafts) change nothing but
+the work done.
+
+Outputs are judged by independent checkers (Python ``re``, ``jsonschema``,
+``lark``), never by the backend that constrained them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import jsonschema
+import lark
+import pytest
+import torch
+from constrain_conformance.corpus import CASES, small_vocabulary
+
+import constrain_api as ca
+from constrain_api.decoding import (
+    ConstrainedLogitsProcessor,
+    ScriptedLM,
+    argmax,
+    beam,
+    beam_sample,
+    generate,
+    sample,
+    tiny_model,
+)
+from constrain_api.decoding.decoders import Sampling, apply_penalties_, filter_
+
+DECODERS = [argmax(), sample(3, 1.0), beam(3), beam_sample(3, 1.0)]
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"enum": ["ada", "bob"]},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "ok": {"type": "boolean"},
+    },
+    "required": ["name", "age", "ok"],
+    "additionalProperties": False,
+}
+
+PAIRS_GRAMMAR = r"""
+start: pair ("," pair)~0..2
+pair: KEY "=" VALUE
+KEY: /[a-c]/
+VALUE: /[0-9]{1,2}/
+"""
+
+REGEX = r"(yes|no|maybe) [0-9]{1,3}!"
+
+
+def _in_language(kind: str, data: bytes) -> bool:
+    """Independent judges: Python ``re``, ``jsonschema``, ``lark``."""
+    if kind == "regex":
+        return re.fullmatch(REGEX.encode(), data) is not None
+    if kind == "json_schema":
+        try:
+            jsonschema.validate(json.loads(data), SCHEMA)
+        except (ValueError, jsonschema.ValidationError):
+            return False
+        return True
+    try:
+        lark.Lark(PAIRS_GRAMMAR).parse(data.decode())
+    except (lark.exceptions.LarkError, UnicodeDecodeError):
+        return False
+    return True
+
+
+SPECS = {
+    "regex": ca.Regex(REGEX),
+    "json_schema": ca.JsonSchema(SCHEMA),
+    "grammar": ca.Grammar(PAIRS_GRAMMAR),
+}
+
+
+@pytest.fixture(scope="module")
+def vocab() -> ca.Vocabulary:
+    return small_vocabulary()
+
+
+@pytest.fixture(scope="module")
+def model(vocab):
+    # CPU by default, so results do not depend on the machine; set
+    # CONSTRAIN_TEST_DEVICE=cuda to run the same tests on a GPU.
+    return tiny_model(vocab, seed=0, device=os.environ.get("CONSTRAIN_TEST_DEVICE", "cpu"))
+
+
+@pytest.fixture(scope="module")
+def compiled(vocab):
+    naive = ca.get("naive")
+    return {kind: naive.compile(spec, vocab) for kind, spec in SPECS.items()}
+
+
+class Bigram:
+    """The smallest ``CausalLM``: logits depend on the last attended token only."""
+
+    def __init__(self, width: int, seed: int = 0):
+        g = torch.Generator().manual_seed(seed)
+        self.table = torch.randn(width, width, generator=g) * 3
+        self.width = width
+        self.device = torch.device("cpu")
+
+    def forward(self, ids, attention_mask, position_ids, cache):
+        rows, steps = ids.shape
+        first = attention_mask.shape[1] - steps
+        last = list(cache) if cache is not None else [0] * rows
+        out = torch.empty(rows, steps, self.width)
+        for b in range(rows):
+            for t in range(steps):
+                if attention_mask[b, first + t]:
+                    last[b] = int(ids[b, t])
+                out[b, t] = self.table[last[b]]
+        return out, last
+
+    def select_rows(self, cache, rows):
+        return [cache[int(r)] for r in rows]
+
+
+# -- every decoder stays in the language -------------------------------------------------
+@pytest.mark.parametrize("kind", sorted(SPECS))
+@pytest.mark.parametrize("decoder", DECODERS, ids=lambda d: d.kind)
+def test_every_decoder_stays_in_the_language(vocab, model, compiled, kind, decoder):
+    prompts = [[vocab.eos_id], vocab.encode("The answer:")]
+    result = generate(model, vocab, prompts, compiled[kind], decoder, max_len=48, seed=3)
+    assert len(result.outputs) == 2
+    for group in result.outputs:
+        assert 1 <= len(group) <= decoder.n
+        for g in group:
+            # These languages are finite and short: nothing may be truncated.
+            assert g.finish_reason in ("eos", "finished"), g
+            assert g.complete is True
+            assert _in_language(kind, g.data), g.data
+            assert g.data == vocab.decode(g.token_ids)
+            assert not any(t in vocab.special_ids or t >= vocab.size for t in g.token_ids)
+
+
+@pytest.mark.parametrize("decoder", [beam(4), beam_sample(4, 1.5)], ids=lambda d: d.kind)
+def test_beams_are_sorted_by_score_and_distinct(vocab, model, compiled, decoder):
+    result = generate(model, vocab, [[vocab.eos_id]], compiled["regex"], decoder, seed=1)
+    (group,) = result.outputs
+    scores = [g.score for g in group]
+    assert scores == sorted(scores, reverse=True)
+    assert len({tuple(g.token_ids) for g in group}) == len(group)
+    assert all(s <= 0 for s in scores)
+
+
+def test_beam_finds_a_better_sequence_than_greedy_or_ties(vocab, model, compiled):
+    prompts = [[vocab.eos_id]]
+    greedy = generate(model, vocab, prompts, compiled["json_schema"], argmax()).outputs[0][0]
+    best = generate(model, vocab, prompts, compiled["json_schema"], beam(4)).outputs[0][0]
+    assert best.score >= greedy.score - 1e-4
+
+
+# -- reproducibility -------------------------------------------------------------------
+def test_same_seed_same_output_and_seeds_matter(vocab, model, compiled):
+    def run(seed):
+        r = generate(model, vocab, [[vocab.eos_id]], compiled["grammar"], sample(6, 2.0), seed=seed)
+        return [g.token_ids for g in r.sequences]
+
+    assert run(7) == run(7)
+    assert run(7) != run(8)
+
+
+def test_beam_sample_draws_while_beam_does_not(vocab, model, compiled):
+    def run(decoder, seed):
+        r = generate(model, vocab, [[vocab.eos_id]], compiled["grammar"], decoder, seed=seed)
+        return tuple(tuple(g.token_ids) for g in r.sequences)
+
+    assert len({run(beam(3), seed) for seed in range(4)}) == 1
+    assert len({run(beam_sample(3, 3.0), seed) for seed in range(4)}) > 1
+
+
+# -- finish reasons --------------------------------------------------------------------
+def test_max_len_truncation_is_reported(vocab, model):
+    compiled = ca.get("naive").compile(ca.Regex("[a-z]{60}"), vocab)
+    (g,) = generate(model, vocab, [[vocab.eos_id]], compiled, max_len=5).sequences
+    assert g.finish_reason == "max_len" and g.truncated
+    assert len(g.token_ids) == 5
+    assert g.complete is False
+
+
+def test_truncated_but_accepted_text_says_so(vocab):
+    target = vocab.encode("abcdefgh")
+    lm = ScriptedLM(target, width=vocab.size, eos_id=vocab.eos_id)
+    compiled = ca.get("naive").compile(ca.Regex("[a-z]+"), vocab)
+    (g,) = generate(lm, vocab, [[vocab.eos_id]], compiled, max_len=2).sequences
+    assert g.finish_reason == "max_len"
+    assert g.complete is True  # "ab"-ish prefix is itself in [a-z]+
+    assert g.token_ids == target[:2]
+
+
+def test_finished_constraint_stops_without_eos(vocab, model):
+    compiled = ca.get("naive").compile(ca.Choice(["alpha", "beta"]), vocab)
+    for g in generate(model, vocab, [[vocab.eos_id]], compiled, sample(4), seed=0).sequences:
+        assert g.data in (b"alpha", b"beta")
+        assert g.finish_reason in ("finished", "eos")
+        assert vocab.eos_id not in g.token_ids
+
+
+def test_unconstrained_never_picks_padded_logits(vocab, model):
+    assert model.width > vocab.size
+    result = generate(model, vocab, [[vocab.eos_id]] * 2, None, sample(2, 3.0), max_len=30, seed=0)
+    for g in result.sequences:
+        assert g.complete is None
+        assert all(t < vocab.size for t in g.token_ids)
+    assert result.totals()["interventions"] == 0
+
+
+# -- batching ---------------------------------------------------------------------------
+def test_lockstep_batch_equals_each_prompt_alone(vocab, model, compiled):
+    prompts = [vocab.encode("x"), vocab.encode('{"key": "value", "list"'), [vocab.eos_id]]
+    together = generate(model, vocab, prompts, compiled["json_schema"], argmax())
+    for i, prompt in enumerate(prompts):
+        alone = generate(model, vocab, [prompt], compiled["json_schema"], argmax())
+        assert together.outputs[i][0].token_ids == alone.outputs[0][0].token_ids
+
+
+# -- minimal invasiveness -------------------------------------------------------------------
+MINIMAL_CASES = [(case, doc) for case in CASES for doc in case.valid]
+SCHEMA_DOCS = ['{"name":"ada","age":36,"ok":true}', '{"name":"bob","age":120,"ok":false}']
+
+
+@pytest.mark.parametrize(
+    ("spec", "doc"),
+    [(c.spec, d) for c, d in MINIMAL_CASES] + [(SPECS["json_schema"], d) for d in SCHEMA_DOCS],
+    ids=[f"{c.name}-{i}" for i, (c, _) in enumerate(MINIMAL_CASES)]
+    + [f"schema-{i}" for i in range(len(SCHEMA_DOCS))],
+)
+def test_naive_reproduces_natural_tokenization(vocab, spec, doc):
+    target = vocab.encode(doc)
+    compiled = ca.get("naive").compile(spec, vocab)
+    lm = ScriptedLM(target, width=vocab.size, eos_id=vocab.eos_id)
+    result = generate(lm, vocab, [[vocab.eos_id]], compiled, argmax(), max_len=len(target) + 2)
+    (g,) = result.sequences
+    assert g.token_ids == target
+    assert g.interventions == 0
+    assert result.totals()["interventions"] == 0
+    assert g.complete
+
+
+def test_an_invalid_target_is_intervened_on(vocab):
+    target = vocab.encode("maybe 12345!")  # four digits: outside the language
+    compiled = ca.get("naive").compile(ca.Regex(REGEX), vocab)
+    lm = ScriptedLM(target, width=vocab.size, eos_id=vocab.eos_id)
+    (g,) = generate(lm, vocab, [[vocab.eos_id]], compiled, max_len=20).sequences
+    assert g.interventions >= 1
+    assert _in_language("regex", g.data)
+
+
+# -- fast paths change nothing but the work ---------------------------------------------------
+def _tokens(result):
+    return [g.token_ids for g in result.sequences]
+
+
+def test_forced_tokens_skip_forward_passes(vocab, model):
+    compiled = ca.get("naive").compile(ca.Regex(r'\{"name": "(ada|bob)", "tags": \[\]\}'), vocab)
+    fast = generate(model, vocab, [[vocab.eos_id]], compiled, forced=True)
+    slow = generate(model, vocab, [[vocab.eos_id]], compiled, forced=False)
+    assert _tokens(fast) == _tokens(slow)
+    assert fast.totals()["forced"] > 0 and slow.totals()["forced"] == 0
+    assert fast.totals()["forward_passes"] < slow.totals()["forward_passes"]
+    assert fast.sequences[0].score == pytest.approx(slow.sequences[0].score, abs=1e-4)
+
+
+@pytest.mark.parametrize("decoder", [argmax(), sample(3, 1.0)], ids=lambda d: d.kind)
+def test_opportunistic_masking_gives_the_same_output(vocab, model, compiled, decoder):
+    for spec in compiled.values():
+        full = generate(model, vocab, [[vocab.eos_id]], spec, decoder, seed=5, forced=False)
+        lazy = generate(model, vocab, [[vocab.eos_id]], spec, decoder, seed=5, opportunistic=True)
+        assert _tokens(lazy) == _tokens(full)
+
+
+def test_opportunistic_builds_no_mask_for_a_willing_model(vocab):
+    target = vocab.encode("maybe 42!")
+    compiled = ca.get("naive").compile(ca.Regex(REGEX), vocab)
+
+    class CountingCompiled:
+        """Delegates to the naive artifact and counts mask fills."""
+
+        def __init__(self):
+            self.vocab, self.spec, self.stats, self.fills = vocab, compiled.spec, None, 0
+
+        def checker(self):
+            inner = compiled.checker()
+            outer = self
+
+            class Counting(type(inner)):
+                def fill_mask(self, bitmask, row=0):
+                    outer.fills += 1
+                    super().fill_mask(bitmask, row)
+
+            inner.__class__ = Counting
+            return inner
+
+        def fill_masks(self, checkers, bitmask):
+            for i, c in enumerate(checkers):
+                c.fill_mask(bitmask, i)
+
+    counting = CountingCompiled()
+    lm = ScriptedLM(target, width=vocab.size, eos_id=vocab.eos_id)
+    (g,) = generate(lm, vocab, [[vocab.eos_id]], counting, opportunistic=True).sequences
+    assert g.token_ids == target
+    assert counting.fills == 0
+    (g,) = generate(lm, vocab, [[vocab.eos_id]], counting).sequences
+    assert counting.fills > 0
+
+
+class Drafting:
+    """A checker that proposes drafts from a script, delegating the rest."""
+
+    def __init__(self, inner, script: list[int]):
+        self.inner, self.script, self.consumed = inner, script, []
+
+    def propose(self, max_tokens: int) -> list[int]:
+        n = len(self.consumed)
+        return self.script[n : n + max_tokens]
+
+    def update(self, token_ids):
+        self.inner.update(token_ids)
+        self.consumed.extend(token_ids)
+
+    def rollback(self, n):
+        self.inner.rollback(n)
+        del self.consumed[len(self.consumed) - n :]
+
+    def fork(self):
+        twin = Drafting(self.inner.fork(), self.script)
+        twin.consumed = list(self.consumed)
+        return twin
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("good", [True, False], ids=["right-drafts", "wrong-drafts"])
+def test_speculative_drafts_verify_to_the_same_output(vocab, model, compiled, good):
+    base = compiled["json_schema"]
+    plain = generate(model, vocab, [[vocab.eos_id]], base, argmax())
+    (expected,) = plain.sequences
+    script = expected.token_ids if good else vocab.encode('{"name":"bob","age":7,"ok":false}')
+    checker = Drafting(base.checker(), script)
+    spec = generate(model, vocab, [[vocab.eos_id]], [checker], argmax(), speculative=4)
+    (g,) = spec.sequences
+    assert g.token_ids == expected.token_ids
+    assert g.score == pytest.approx(expected.score, abs=1e-3)
+    totals = spec.totals()
+    assert totals["drafted"] > 0
+    if good:
+        assert totals["accepted"] > 0
+        assert totals["forward_passes"] < plain.totals()["forward_passes"]
+    assert checker.consumed == []  # the given checker is forked, never mutated
+
+
+def test_speculative_sampling_keeps_the_distribution(vocab, model):
+    """A draft token is kept iff the sample equals it: the law of the first
+    token must not move towards the draft."""
+    compiled = ca.get("naive").compile(ca.Regex("[abc]x"), vocab)
+    n = 400
+    plain = generate(model, vocab, [[vocab.eos_id]], compiled, sample(n, 3.0), seed=0)
+    shares = {c: sum(g.data[:1] == c for g in plain.sequences) / n for c in (b"a", b"b", b"c")}
+    letter = min(shares, key=lambda c: abs(shares[c] - 0.5))
+    assert 0.05 < shares[letter] < 0.95  # the test means something only if it is not sure
+    checker = Drafting(compiled.checker(), vocab.encode(letter.decode()))
+    spec = generate(
+        model, vocab, [[vocab.eos_id]], [checker], sample(n, 3.0), speculative=1, seed=1
+    )
+    share_spec = sum(g.data[:1] == letter for g in spec.sequences) / n
+    assert spec.totals()["drafted"] >= n
+    assert abs(share_spec - shares[letter]) < 0.1
+    assert all(re.fullmatch(rb"[abc]x", g.data) for g in spec.sequences)
+
+
+# -- the transformers LogitsProcessor -------------------------------------------------------
+def test_logits_processor_matches_generate_for_argmax(vocab, model, compiled):
+    prompt = vocab.encode("The answer:")
+    ours = generate(model, vocab, [prompt], compiled["regex"], argmax(), max_len=30)
+    (g,) = ours.sequences
+    processor = ConstrainedLogitsProcessor(compiled["regex"])
+    out = model.model.generate(
+        torch.tensor([prompt], device=model.device),
+        attention_mask=torch.ones(1, len(prompt), dtype=torch.long, device=model.device),
+        do_sample=False,
+        max_new_tokens=30,
+        logits_processor=[processor],
+        eos_token_id=vocab.eos_id,
+        pad_token_id=vocab.eos_id,
+    )
+    produced = out[0, len(prompt) :].tolist()
+    assert produced[: len(g.token_ids)] == g.token_ids
+    assert produced[len(g.token_ids) :] == [vocab.eos_id]
+
+
+# -- parameters and errors ----------------------------------------------------------------
+def test_top_k_and_top_p_filters():
+    logits = torch.tensor([[3.0, 2.0, 1.0, 0.0]])
+    kept = filter_(logits.clone(), Sampling(top_k=2))
+    assert torch.isfinite(kept).tolist() == [[True, True, False, False]]
+    probs = torch.softmax(logits, -1)[0].tolist()  # ~0.64, 0.24, 0.09, 0.03
+    kept = filter_(logits.clone(), Sampling(top_p=probs[0] + 0.01))
+    assert torch.isfinite(kept).tolist() == [[True, True, False, False]]
+    kept = filter_(logits.clone(), Sampling(top_p=0.01))
+    assert torch.isfinite(kept).tolist() == [[True, False, False, False]]
+
+
+def test_penalties():
+    logits = torch.tensor([[2.0, -2.0, 1.0]])
+    seen = torch.tensor([[True, True, False]])
+    counts = torch.tensor([[0.0, 2.0, 0.0]])
+    out = apply_penalties_(logits.clone(), seen, counts, Sampling(repetition_penalty=2.0))
+    assert out.tolist() == [[1.0, -4.0, 1.0]]
+    out = apply_penalties_(
+        logits.clone(), seen, counts, Sampling(frequency_penalty=0.5, presence_penalty=1.0)
+    )
+    assert out.tolist() == [[2.0, -4.0, 1.0]]
+
+
+def test_frequency_penalty_steers_away_from_repeats(vocab):
+    target = vocab.encode("aaaaaa")
+    assert len(set(target)) < len(target)  # a repeated token, or the test means nothing
+    compiled = ca.get("naive").compile(ca.Regex("[a-z]{6}"), vocab)
+    lm = ScriptedLM(target, width=vocab.size, eos_id=vocab.eos_id, strength=10.0)
+    (plain,) = generate(lm, vocab, [[vocab.eos_id]], compiled).sequences
+    assert plain.token_ids == target
+    (penalized,) = generate(lm, vocab, [[vocab.eos_id]], compiled, frequency_penalty=20.0).sequences
+    assert penalized.token_ids != target
+    assert re.fullmatch(rb"[a-z]{6}", penalized.data)
+    assert penalized.token_ids[0] == target[0]  # nothing to penalise yet at the first step
+
+
+def test_the_bigram_protocol_model_runs_every_decoder(vocab, compiled):
+    lm = Bigram(vocab.size + 5)
+    for decoder in DECODERS:
+        result = generate(lm, vocab, [[1], [2, 3]], compiled["regex"], decoder, seed=0)
+        for g in result.sequences:
+            assert _in_language("regex", g.data)
+
+
+def test_bad_arguments(vocab, model, compiled):
+    with pytest.raises(ValueError, match="empty"):
+        generate(model, vocab, [[]], compiled["regex"])
+    with pytest.raises(ValueError, match="backend"):
+        generate(model, vocab, [[1]], ca.Regex("a"))
+    with pytest.raises(ValueError, match="argmax or sample"):
+        generate(model, vocab, [[1]], compiled["regex"], beam(2), opportunistic=True)
+    with pytest.raises(ValueError, match="another vocabulary"):
+        other = ca.Vocabulary.from_list([b"a", b"b", b"<eos>"], eos=2)
+        generate(model, vocab, [[1]], ca.get("naive").compile(ca.Regex("a"), other))
+    with pytest.raises(ValueError, match="max_len"):
+        generate(model, vocab, [[1]], None, max_len=0)
+    with pytest.raises(ValueError, match="temperature"):
+        sample(2, 0.0)
+
+
+def test_a_spec_with_a_backend_name_compiles(vocab, model):
+    result = generate(model, vocab, [[1]], ca.Regex("(on|off)"), backend="naive")
+    assert result.sequences[0].data in (b"on", b"off")
