@@ -115,10 +115,19 @@ def _resolve(constraint: Any, vocab: Any, backend: Any, n_prompts: int):
         if constraint.vocab != vocab:
             raise ValueError("the constraint was compiled for another vocabulary")
         return constraint, [constraint.checker() for _ in range(n_prompts)]
-    given = [constraint] if isinstance(constraint, Checker) else list(constraint)
-    if len(given) != n_prompts or not all(isinstance(c, Checker) for c in given):
+    given = [constraint] if _is_checker(constraint) else list(constraint)
+    if len(given) != n_prompts or not all(_is_checker(c) for c in given):
         raise ValueError(f"give one Checker per prompt ({n_prompts}), a Compiled, or a spec")
     return None, [c.fork() for c in given]
+
+
+def _is_checker(obj: Any) -> bool:
+    """Duck-typed: ``isinstance(obj, Checker)`` misses wrappers that delegate
+    through ``__getattr__`` on Python >= 3.12 (it inspects attributes statically)."""
+    return all(callable(getattr(obj, name, None)) for name in _CHECKER_METHODS)
+
+
+_CHECKER_METHODS = ("update", "fill_mask", "accepts", "is_accepting", "rollback", "fork")
 
 
 class _Row:
