@@ -112,6 +112,20 @@ def run_document(compiled: ca.Compiled, path: Sequence[int]) -> Verdict:
     return Verdict(ok, None if ok else len(path))
 
 
+def reproduces(compiled: ca.Compiled, target: Sequence[int]) -> bool:
+    """Minimal invasiveness: constrained argmax decoding with a ``ScriptedLM``
+    that wants ``target`` (a valid document's tokens) yields exactly ``target``,
+    complete. Needs torch (the decoding loop)."""
+    from constrain_api.decoding import ScriptedLM, argmax, generate
+
+    vocab = compiled.vocab
+    lm = ScriptedLM(list(target), width=vocab.size, eos_id=vocab.eos_id)
+    prompt = [[vocab.eos_id]]  # any token: the scripted model ignores its prompt
+    result = generate(lm, vocab, prompt, compiled, argmax(), max_len=len(target) + 1)
+    (generation,) = result.sequences
+    return generation.token_ids == list(target) and bool(generation.complete)
+
+
 def state_operation_failures(compiled: ca.Compiled, path: Sequence[int]) -> list[str]:
     """Everything wrong with rollback, fork, rejection, fill_mask and EOS along
     a path the backend accepts; an empty list means all is well."""

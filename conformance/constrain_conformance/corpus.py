@@ -84,7 +84,76 @@ IPV4 = r"((25[0-5]|2[0-4]\d|[01]?\d\d?)\.){3}(25[0-5]|2[0-4]\d|[01]?\d\d?)"
 DATE_TIME = r"\d{4}-[01]\d-[0-3]\dT[0-2]\d:[0-5]\d:[0-5]\d([+-][0-2]\d:[0-5]\d|Z)"
 JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 
+# In the spirit of Koo et al.'s appendix C.4 workloads (our own spellings):
+# a multiple-choice answer and free quoted text.
+MULTIPLE_CHOICE = r"The answer is \((A|B|C|D)\)\."
+QUOTED_TEXT = r'"[^"\n]{0,40}"'
+
+PERSON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 12},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "email": {"type": "string", "format": "email"},
+        "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "maxItems": 3},
+    },
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+
+TREE_SCHEMA = {  # recursive: lowered to a grammar
+    "$defs": {
+        "node": {
+            "type": "object",
+            "properties": {
+                "value": {"type": "number"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+            },
+            "required": ["value"],
+            "additionalProperties": False,
+        }
+    },
+    "$ref": "#/$defs/node",
+}
+
 CASES: tuple[Case, ...] = (
+    Case(
+        "multiple-choice",
+        "regex",
+        ca.Regex(MULTIPLE_CHOICE),
+        ("The answer is (B).", "The answer is (D)."),
+        ("The answer is (E).", "The answer is B."),
+    ),
+    Case(
+        "quoted-text",
+        "regex",
+        ca.Regex(QUOTED_TEXT),
+        ('"hello world"', '""', '"a \\ b, ünïcode"'),
+        ('"two\nlines"', '"unterminated'),
+    ),
+    Case(
+        "person-schema",
+        "json_schema",
+        ca.JsonSchema(PERSON_SCHEMA),
+        (
+            '{"name":"Ada","age":36}',
+            '{"name":"Bob","age":7,"email":"bob@example.com","tags":["a","c"]}',
+            '{"name":"","age":150,"tags":[]}',
+        ),
+        (
+            '{"name":"Ada"}',
+            '{"name":"Ada","age":151}',
+            '{"age":3,"name":"x"}',
+            '{"name":"A","age":1,"x":2}',
+        ),
+    ),
+    Case(
+        "tree-schema",
+        "json_schema",
+        ca.JsonSchema(TREE_SCHEMA),
+        ('{"value":1}', '{"value":-2.5,"children":[{"value":3},{"value":4,"children":[]}]}'),
+        ('{"children":[]}', '{"value":1,"children":[{"value":"x"}]}'),
+    ),
     Case(
         "ipv4",
         "regex",

@@ -85,13 +85,16 @@ class BackendSpec:
 
 @dataclass
 class Results:
-    """Outcomes per (backend, family): pass/fail counts, worst precision and recall."""
+    """Outcomes per (backend, family): pass/fail counts, worst precision and
+    recall, and the minimal-invasiveness counts."""
 
     passed: int = 0
     failed: int = 0
     unsupported: int = 0
     precision: float = 1.0
     recall: float = 1.0
+    reproduced: int = 0  # minimal invasiveness: natural tokenizations reproduced
+    targets: int = 0  # ... of this many tried
     notes: set[str] = field(default_factory=set)
 
 

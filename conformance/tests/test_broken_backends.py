@@ -111,10 +111,17 @@ def test_rollback_off_by_one_is_caught(json_case, vocab, oracle):
     assert any("rollback" in f for f in failures)
 
 
+def test_missing_a_bridge_token_is_invasive(json_case, vocab, oracle):
+    broken = TamperedCompiled(oracle, "misses-bridge")
+    targets = [paths.natural(vocab, doc) for doc in json_case.valid]
+    assert not all(checks.reproduces(broken, t) for t in targets)
+
+
 def test_the_intact_oracle_passes_the_same_checks(json_case, vocab, oracle):
     path = paths.longest_match(vocab, json_case.valid[0])
     assert checks.compare_masks(oracle, oracle, path).exact
     assert not checks.state_operation_failures(oracle, path)
+    assert all(checks.reproduces(oracle, paths.natural(vocab, d)) for d in json_case.valid)
 
 
 @pytest.mark.parametrize(
@@ -122,6 +129,7 @@ def test_the_intact_oracle_passes_the_same_checks(json_case, vocab, oracle):
     [
         ("allows-forbidden", "test_masks_match_the_oracle"),
         ("misses-bridge", "test_masks_match_the_oracle"),
+        ("misses-bridge", "test_minimal_invasiveness"),
         ("rollback-off-by-one", "test_state_operations"),
     ],
 )

@@ -150,9 +150,13 @@ def filter_(logits: torch.Tensor, params: Sampling) -> torch.Tensor:
     return logits
 
 
-def gumbel_like(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Standard Gumbel noise shaped like ``logits``, from ``generator``."""
-    u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=torch.float32)
+def gumbel_rows(logits: torch.Tensor, generators: list[torch.Generator]) -> torch.Tensor:
+    """Standard Gumbel noise shaped like ``[N, W]`` logits, row ``i`` drawn from
+    ``generators[i]``: a sequence's draws do not depend on the other rows."""
+    width, dev = logits.shape[-1], logits.device
+    u = torch.stack(
+        [torch.rand(width, generator=g, device=dev, dtype=torch.float32) for g in generators]
+    )
     tiny = torch.finfo(torch.float32).tiny
     return -torch.log(-torch.log(u.clamp_(min=tiny, max=1.0 - 1e-7)))
 

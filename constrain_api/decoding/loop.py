@@ -30,7 +30,7 @@ import torch
 from ..masks import apply_bitmask_, bitmask_words
 from ..protocols import Checker
 from ..specs import Constraint
-from .decoders import Decoder, Sampling, apply_penalties_, argmax, gumbel_like, shape
+from .decoders import Decoder, Sampling, apply_penalties_, argmax, gumbel_rows, shape
 from .model import CausalLM
 from .results import Generation, GenerationResult, StepRecord
 
@@ -138,9 +138,9 @@ class _Row:
         "draft",
         "forced",
         "forced_now",
+        "generator",
         "interventions",
         "length",
-        "parent",
         "pending",
         "prompt",
         "reason",
@@ -162,7 +162,7 @@ class _Row:
         self.forced_now = 0  # length of the chain forced this step
         self.reason: str | None = None
         self.skip = False  # forced tokens appended this step: no pick
-        self.parent = 0  # beam search: the row this one continues
+        self.generator: torch.Generator | None = None
 
 
 class _Loop:
@@ -172,11 +172,9 @@ class _Loop:
         self.opportunistic, self.speculative = opportunistic, spec
         self.forced = forced and not decoder.is_beam
         self.device = model.device
-        self.generator = torch.Generator(device=self.device)
-        if seed is None:
-            self.generator.seed()
-        else:
-            self.generator.manual_seed(seed)
+        # Random draws come from one generator per sequence (per prompt for
+        # beam_sample), so a sequence's output does not depend on its batch.
+        self.seed = seed if seed is not None else int(np.random.SeedSequence().generate_state(1)[0])
         self.eos = vocab.eos_ids
         self.words = bitmask_words(vocab.size)
         self._bitmask = torch.zeros((0, self.words), dtype=torch.int32)
@@ -195,11 +193,13 @@ class _Loop:
             for j in range(n):
                 checker = None if checkers is None else checkers[p].fork()
                 row = _Row(p, j, checker, list(prompt))
+                row.generator = self._generator(p, j)
                 if self.decoder.is_beam and j:
                     row.score = -math.inf  # identical beams: expand only the first
                 if self.speculative and checker is not None:
                     self._propose(row)  # a draft can ride along with the prompt
                 rows.append(row)
+        self._prompt_generators = [self._generator(p, -1) for p in range(len(prompts))]
         self.rows = rows
         self.cache = None
         self.attn = torch.zeros((len(rows), 0), dtype=torch.long, device=self.device)
@@ -209,6 +209,11 @@ class _Loop:
             steps.append(self._step())
         outputs = self._collect()
         return GenerationResult(outputs, steps, time.perf_counter() - start)
+
+    def _generator(self, prompt: int, slot: int) -> torch.Generator:
+        entropy = [self.seed, prompt, slot + 1]
+        state = int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0] >> 1)
+        return torch.Generator(device=self.device).manual_seed(state)
 
     def _collect(self) -> list[list[Generation]]:
         if self.decoder.is_beam:
@@ -349,7 +354,9 @@ class _Loop:
             apply_penalties_(x, self.seen[index_rows], self.counts[index_rows], self.params)
         raw = x.clone()
         raw[:, self.vocab.size :] = float("-inf")
-        noise = gumbel_like(x, self.generator) if self.decoder.is_random else None
+        noise = None
+        if self.decoder.is_random:
+            noise = gumbel_rows(x, [rows[where[j][0]].generator for j in judged])
         shaped_raw = shape(raw, self.decoder, self.params)
         free_ids = _argmax(shaped_raw, noise)
         free = free_ids.tolist()
@@ -608,7 +615,8 @@ class _Loop:
         if self.decoder.kind == "beam":
             values, ids = torch.topk(total, width, dim=-1)
         else:  # sample the candidates (Gumbel top-k), then rank them by score
-            _, ids = torch.topk(shaped + gumbel_like(shaped, self.generator), width, dim=-1)
+            noise = gumbel_rows(shaped, [self._prompt_generators[row.prompt] for row in rows])
+            _, ids = torch.topk(shaped + noise, width, dim=-1)
             values = total.gather(1, ids)
         changed = (free != shaped.argmax(-1)).tolist()
         values, ids = values.tolist(), ids.tolist()

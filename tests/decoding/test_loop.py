@@ -132,12 +132,14 @@ def test_every_decoder_stays_in_the_language(vocab, model, compiled, kind, decod
     for group in result.outputs:
         assert 1 <= len(group) <= decoder.n
         for g in group:
-            # These languages are finite and short: nothing may be truncated.
-            assert g.finish_reason in ("eos", "finished"), g
-            assert g.complete is True
-            assert _in_language(kind, g.data), g.data
+            assert g.finish_reason in ("eos", "finished", "max_len"), g
+            # What the result claims is true, both ways (a truncated text may
+            # happen to be in the language; "8.000..." runs forever as an integer).
+            assert g.complete == _in_language(kind, g.data), g
+            assert g.complete or g.finish_reason == "max_len"
             assert g.data == vocab.decode(g.token_ids)
             assert not any(t in vocab.special_ids or t >= vocab.size for t in g.token_ids)
+    assert any(g.complete for g in result.sequences)
 
 
 @pytest.mark.parametrize("decoder", [beam(4), beam_sample(4, 1.5)], ids=lambda d: d.kind)

@@ -60,12 +60,20 @@ def compiled_pair(backend_spec, backend, oracle, vocab, case, record):
 
 @pytest.fixture
 def record(request: pytest.FixtureRequest, backend_spec: BackendSpec):
-    """``record(outcome, precision=, recall=)`` into the matrix row of this test."""
+    """``record(outcome, precision=, recall=, reproduced=, targets=)`` into the
+    matrix row of this test (the last two: minimal-invasiveness counts)."""
     case = request.getfixturevalue("case") if "case" in request.fixturenames else None
     family = case.family if case else "errors"
     row = results(request.config)[(str(backend_spec), family)]
 
-    def add(outcome: str, precision: float = 1.0, recall: float = 1.0, note: str = "") -> None:
+    def add(
+        outcome: str,
+        precision: float = 1.0,
+        recall: float = 1.0,
+        note: str = "",
+        reproduced: int = 0,
+        targets: int = 0,
+    ) -> None:
         if outcome == "unsupported":
             row.unsupported += 1
         elif outcome == "pass":
@@ -74,6 +82,8 @@ def record(request: pytest.FixtureRequest, backend_spec: BackendSpec):
             row.failed += 1
         row.precision = min(row.precision, precision)
         row.recall = min(row.recall, recall)
+        row.reproduced += reproduced
+        row.targets += targets
         if note:
             row.notes.add(note)
 

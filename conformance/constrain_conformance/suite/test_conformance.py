@@ -71,6 +71,21 @@ def test_documents_accepted_and_rejected(compiled_pair, case, vocab, path_kind, 
     record("pass")
 
 
+def test_minimal_invasiveness(compiled_pair, case, vocab, backend, record):
+    """A model that wants a valid document's natural tokenization gets exactly
+    it under constrained argmax decoding (exact backends must reproduce all)."""
+    pytest.importorskip("torch", reason="the check runs the decoding loop, which needs torch")
+    compiled, _ = compiled_pair
+    targets = [p for p in (paths.natural(vocab, d) for d in case.valid) if p]
+    if not targets:
+        pytest.skip(f"the vocabulary has no natural tokenization of {case.name}'s documents")
+    missed = [t for t in targets if not checks.reproduces(compiled, t)]
+    exact = backend.capabilities.is_exact(case.spec.kind)
+    ok = not missed or not exact
+    record("pass" if ok else "fail", reproduced=len(targets) - len(missed), targets=len(targets))
+    assert ok, f"{case.name}: {len(missed)} of {len(targets)} natural tokenizations not reproduced"
+
+
 def test_state_operations(compiled_pair, case, vocab, record):
     compiled, _ = compiled_pair
     path = paths.natural(vocab, case.valid[0]) or paths.longest_match(vocab, case.valid[0])
