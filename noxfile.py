@@ -19,7 +19,7 @@ nox.options.reuse_existing_virtualenvs = True
 TORCH = "torch==2.13.0"
 EXTRAS = ".[tokenizers,transformers,test]"
 # The built-in backends: each its own distribution, found through its entry point.
-PLUGINS = ["plugins/naive"]
+PLUGINS = ["plugins/naive", "plugins/fsm"]
 
 
 def _install_project(session: nox.Session) -> None:
@@ -38,7 +38,9 @@ def tests(session: nox.Session) -> None:
     """The unit and integration tests (skips the ../shared data when absent)."""
     _install_project(session)
     session.run("pytest", *session.posargs)
-    session.run("pytest", "--pyargs", "constrain_conformance.suite", "-q")
+    session.run(
+        "pytest", "--pyargs", "constrain_conformance.suite", "--conformance-maskbench=6", "-q"
+    )
 
 
 @nox.session
@@ -53,6 +55,7 @@ def conformance(session: nox.Session) -> None:
         "constrain_conformance.suite",
         *[f"--conformance-vocab={v}" for v in vocabularies],
         "--conformance-report=docs/conformance.md",
+        "--conformance-maskbench=30",
         "-q",
         *session.posargs,
     )

@@ -9,6 +9,7 @@ Mistral vocabularies come from the shared folder when asked for.
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 
 import constrain_api as ca
@@ -229,6 +230,63 @@ CASES: tuple[Case, ...] = (
         ("1 +", "(1", "2 ** 3"),
     ),
 )
+
+
+@functools.lru_cache(maxsize=4)
+def maskbench_cases(count: int, per_schema: int = 3) -> tuple[Case, ...]:
+    """Up to ``count`` MaskBench schemas from the shared folder (spread evenly
+    over the sorted files) that the core lowers, each with up to
+    ``per_schema`` valid and invalid instances. Empty when the data is absent."""
+    try:
+        files = sorted(shared.shared_file("maskbench/data").glob("*.json"))
+    except FileNotFoundError:
+        return ()
+    entries = ((f"maskbench-{p.stem}", json.loads(p.read_text())) for p in files)
+    return _schema_cases(entries, len(files), count, per_schema)
+
+
+@functools.lru_cache(maxsize=4)
+def schema_suite_cases(count: int, per_schema: int = 3) -> tuple[Case, ...]:
+    """Up to ``count`` schemas of the JSON Schema Test Suite (draft 2020-12)
+    that the core lowers, like :func:`maskbench_cases`."""
+    try:
+        folder = shared.shared_file("json-schema-test-suite/tests/draft2020-12")
+    except FileNotFoundError:
+        return ()
+    groups = [
+        (f"suite-{p.stem}-{i}", group)
+        for p in sorted(folder.glob("*.json"))
+        for i, group in enumerate(json.loads(p.read_text()))
+    ]
+    return _schema_cases(iter(groups), len(groups), count, per_schema)
+
+
+def _schema_cases(entries, total: int, count: int, per_schema: int) -> tuple[Case, ...]:
+    """Cases from ``(name, {"schema", "tests": [{"data", "valid"}]})`` entries:
+    instances spelled as the lowered language spells them (``instance_text``)."""
+    if count <= 0:
+        return ()
+    from constrain_api.jsonschema import instance_text, lower_json_schema
+
+    stride = max(1, total // (2 * count))  # oversampled: some are refused
+    cases: list[Case] = []
+    for k, (name, data) in enumerate(entries):
+        if len(cases) == count:
+            break
+        if k % stride:
+            continue
+        try:
+            spec = ca.JsonSchema(data["schema"])
+            lower_json_schema(spec)
+        except (ca.UnsupportedConstraint, ca.CompileLimitExceeded, ca.ConstraintError):
+            continue
+        texts: dict[bool, list[str]] = {True: [], False: []}
+        for test in data["tests"]:
+            texts[bool(test["valid"])].append(instance_text(data["schema"], test["data"]))
+        if texts[True]:
+            valid, invalid = tuple(texts[True][:per_schema]), tuple(texts[False][:per_schema])
+            cases.append(Case(name, "json_schema", spec, valid, invalid))
+    return tuple(cases)
 
 
 def training_text() -> list[str]:

@@ -49,6 +49,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--conformance-report", default=None, help="write the Markdown matrix here")
     group.addoption(
+        "--conformance-maskbench",
+        type=int,
+        default=0,
+        help="add this many MaskBench schemas, and as many JSON Schema Test Suite "
+        "schemas, from the shared folder to the corpus (default 0)",
+    )
+    group.addoption(
         "--conformance-timeout", type=float, default=120.0, help="seconds per case (default 120)"
     )
 
@@ -123,7 +130,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         names = config.getoption("--conformance-vocab") or ["small"]
         metafunc.parametrize("vocab_name", names, scope="session")
     if "case" in metafunc.fixturenames:
-        metafunc.parametrize("case", corpus.CASES, ids=[c.name for c in corpus.CASES])
+        extra = config.getoption("--conformance-maskbench")
+        cases = corpus.CASES + corpus.maskbench_cases(extra) + corpus.schema_suite_cases(extra)
+        metafunc.parametrize("case", cases, ids=[c.name for c in cases])
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -8,7 +8,11 @@ Schema. What cannot be expressed exactly raises ``UnsupportedConstraint``
 naming the keyword and its JSON pointer; see ``docs/jsonschema.md`` for the
 language a schema stands for.
 
+``instance_text(schema, instance)`` serialises a JSON instance as that
+language spells it (compact, members in the lowering's order).
+
 Modules: ``refs`` (``$ref`` resolution), ``lower`` (the schema walker),
+``instances`` (instances as text),
 ``ir`` (the expression language and its regex/Lark printers), ``strings``,
 ``numbers``, ``formats`` (the regexes of JSON strings, numbers and formats).
 """
@@ -18,11 +22,12 @@ from __future__ import annotations
 import functools
 
 from ..specs import Grammar, JsonSchema, Regex
+from .instances import instance_text
 from .ir import Rx, to_lark
 from .lower import Lowerer, NotRegular, Options, rewrite_refs
 from .refs import index_schema
 
-__all__ = ["Options", "lower_json_schema", "options_of"]
+__all__ = ["Options", "instance_text", "lower_json_schema", "options_of"]
 
 
 def options_of(spec: JsonSchema) -> Options:

@@ -49,10 +49,10 @@ def compiled_pair(backend_spec, backend, oracle, vocab, case, record):
     if key not in _COMPILED:
         try:
             _COMPILED[key] = (backend.compile(case.spec, vocab), oracle.compile(case.spec, vocab))
-        except ca.UnsupportedConstraint as e:
+        except (ca.UnsupportedConstraint, ca.CompileLimitExceeded) as e:
             _COMPILED[key] = e
     value = _COMPILED[key]
-    if isinstance(value, ca.UnsupportedConstraint):
+    if isinstance(value, ca.UnsupportedConstraint | ca.CompileLimitExceeded):
         record("unsupported")
         pytest.skip(f"{backend_spec} refused {case.name}: {value}")
     return value

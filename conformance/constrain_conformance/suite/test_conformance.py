@@ -128,3 +128,23 @@ def test_backreference_is_refused(backend, vocab, record):
     with pytest.raises(ca.UnsupportedConstraint):
         backend.compile(ca.Regex(r"(ab)\1"), vocab)
     record("pass")
+
+
+#: Its minimal DFA has 2**17 states: any automaton-building backend must stop early.
+EXPLODING = ca.Regex("(a|b)*a(a|b){16}")
+
+
+def test_compile_limit_is_enforced(backend, backend_spec, vocab, record):
+    """``max_states`` (the conventional compile option) bounds compilation:
+    ``CompileLimitExceeded``, not an hour of work or an out-of-memory kill."""
+    if not backend.capabilities.supports("regex"):
+        pytest.skip("no regex support")
+    try:
+        backend.compile(EXPLODING, vocab, max_states=1000)
+    except TypeError as e:
+        pytest.skip(f"{backend_spec} has no max_states compile option ({e})")
+    except ca.CompileLimitExceeded:
+        record("pass")
+        return
+    record("fail")
+    pytest.fail(f"{backend_spec} compiled a 131,072-state automaton despite max_states=1000")

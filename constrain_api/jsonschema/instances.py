@@ -1,0 +1,162 @@
+"""JSON instances as the text the lowered constraint expects.
+
+``lower_json_schema`` fixes the order of object members (declared properties
+in schema order — through ``$ref``, ``allOf`` and the first matching
+``anyOf``/``oneOf`` branch — then ``required``-only names, then the rest), and
+emits compact JSON. ``instance_text(schema, instance)`` serialises a valid
+instance that way, so it can be fed, token by token, to a checker of the
+schema: the conformance suite uses it for MaskBench's instances, and users
+for targets and tests. It orders; it does not validate.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import jsonschema
+
+from ..errors import ConstraintError, UnsupportedConstraint
+from .refs import index_schema
+
+__all__ = ["instance_text"]
+
+
+def instance_text(schema: Any, instance: Any) -> str:
+    """``instance`` as compact JSON with object members in the order the
+    lowering fixes: declared properties (schema order, through ``$ref``,
+    ``allOf`` and the first matching ``anyOf``/``oneOf`` branch), then
+    ``required``-only names, then the rest in instance order."""
+    index = index_schema(schema)
+    ordered = _order(index, schema, "", instance, 0)
+    return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
+
+
+def _branches(index, schema, pointer, instance, depth) -> list[tuple[Any, str]]:
+    """The (sub)schemas that apply to ``instance`` at this level, in the
+    lowering's merge order: the schema, its ``$ref`` target and ``allOf``
+    branches depth first, then the first valid branch of each
+    ``anyOf``/``oneOf`` met on the way (the lowering distributes those last)."""
+    own: list[tuple[Any, str]] = []
+    choices: list[tuple[Any, str]] = []
+    _collect(index, schema, pointer, instance, depth, own, choices)
+    out = list(own)
+    for branch, where in choices:
+        out += _branches(index, branch, where, instance, depth + 1)
+    return out
+
+
+def _collect(index, schema, pointer, instance, depth, own, choices) -> None:
+    if not isinstance(schema, dict) or depth > 40:
+        return
+    if isinstance(schema.get("$ref"), str):
+        try:
+            target = index.resolve(schema["$ref"], pointer)
+            _collect(index, index.at(target), target, instance, depth + 1, own, choices)
+        except (UnsupportedConstraint, ConstraintError):
+            pass
+        if index.legacy_ref:
+            return
+    own.append((schema, pointer))
+    for i, branch in enumerate(schema.get("allOf", [])):
+        _collect(index, branch, f"{pointer}/allOf/{i}", instance, depth + 1, own, choices)
+    for key in ("anyOf", "oneOf"):
+        for i, branch in enumerate(schema.get(key, [])):
+            if _valid(index, branch, instance):
+                choices.append((branch, f"{pointer}/{key}/{i}"))
+                break
+
+
+def _valid(index, schema, instance) -> bool:
+    try:
+        cls = jsonschema.validators.validator_for(
+            index.root, default=jsonschema.Draft202012Validator
+        )
+        return cls(index.root).evolve(schema=schema).is_valid(instance)
+    except Exception:  # an unresolvable reference: not this branch
+        return False
+
+
+def _order(index, schema, pointer, instance, depth) -> Any:
+    levels = _branches(index, schema, pointer, instance, depth)
+    for s, _ in levels:  # an enum/const object fixes its own member order
+        values = s.get("enum", []) + ([s["const"]] if "const" in s else [])
+        for value in values:
+            if isinstance(value, dict | list) and _same(value, instance):
+                return _like(value, instance)
+    if isinstance(instance, dict):
+        names: list[str] = []
+        required: list[str] = []
+        for s, _ in levels:
+            names += [n for n in s.get("properties", {}) if n not in names]
+            required += [n for n in s.get("required", []) if n not in required]
+        names += [n for n in required if n not in names]
+        keys = [n for n in names if n in instance] + [k for k in instance if k not in names]
+        out = {}
+        for k in keys:
+            subs = [
+                (s["properties"][k], f"{p}/properties/{k}")
+                for s, p in levels
+                if k in s.get("properties", {})
+            ]
+            if not subs:  # patternProperties apply to undeclared names (search semantics)
+                subs = [
+                    (sub, f"{p}/patternProperties/{pattern}")
+                    for s, p in levels
+                    for pattern, sub in s.get("patternProperties", {}).items()
+                    if _matches(pattern, k)
+                ]
+            if not subs:
+                subs = [
+                    (s["additionalProperties"], f"{p}/additionalProperties")
+                    for s, p in levels
+                    if isinstance(s.get("additionalProperties"), dict)
+                ]
+            sub, sp = subs[0] if subs else (True, pointer)
+            out[k] = _order(index, sub, sp, instance[k], depth + 1)
+        return out
+    if isinstance(instance, list):
+        out_list = []
+        for i, v in enumerate(instance):
+            sub, sp = True, pointer
+            for s, p in levels:
+                prefix = s.get(
+                    "prefixItems", s.get("items") if isinstance(s.get("items"), list) else []
+                )
+                if i < len(prefix):
+                    sub, sp = prefix[i], p
+                    break
+                if isinstance(s.get("items"), dict):
+                    sub, sp = s["items"], f"{p}/items"
+                    break
+            out_list.append(_order(index, sub, sp, v, depth + 1))
+        return out_list
+    return instance
+
+
+def _matches(pattern: str, name: str) -> bool:
+    """ECMA ``pattern`` (as Python ``re``, close enough for ordering) found in ``name``."""
+    try:
+        return re.search(pattern, name) is not None
+    except re.error:
+        return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b and (type(a) is type(b) or {type(a), type(b)} <= {int, float})
+
+
+def _like(value: Any, instance: Any) -> Any:
+    """``instance`` with the member order of the equal ``value``."""
+    if isinstance(value, dict):
+        return {k: _like(value[k], instance[k]) for k in value}
+    if isinstance(value, list):
+        return [_like(v, i) for v, i in zip(value, instance, strict=True)]
+    return instance
