@@ -104,7 +104,10 @@ def _constrained_cases():
 @pytest.mark.parametrize(("backend", "workload"), _constrained_cases())
 def test_loop_constrained(benchmark, setup, backend, workload):
     vocab, model, prompts, baseline = setup
-    compiled = ca.get(backend).compile(WORKLOADS[workload], vocab)
+    try:
+        compiled = ca.get(backend).compile(WORKLOADS[workload], vocab)
+    except (ca.CompileLimitExceeded, ca.UnsupportedConstraint) as e:
+        pytest.skip(f"{backend}: {e}")
     results = _rounds(benchmark, model, vocab, prompts, compiled)
     _record(benchmark, results, baseline)
     for result in results:  # a benchmark of wrong output measures nothing

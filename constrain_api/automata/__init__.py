@@ -9,6 +9,8 @@
   AST, strings; products, difference, complement; minimization; the
   shortest-match (prefix-free) reduction.
 * ``dfa_for_predicate`` (``predicates``): ``where`` predicates → ``ByteDFA``.
+* ``regular_node`` (``regular``): the AST of a regex, choice or regular JSON
+  schema, for backends built on automata.
 """
 
 from .dfa import DEFAULT_MAX_STATES, ByteDFA
@@ -33,6 +35,7 @@ from .regex import (
     repeat,
     seq,
 )
+from .regular import regular_node
 from .utf8 import ByteRangeSeq, utf8_sequences
 
 __all__ = [
@@ -56,6 +59,7 @@ __all__ = [
     "nullable",
     "parse_regex",
     "quantifier_modes",
+    "regular_node",
     "repeat",
     "seq",
     "to_regex",

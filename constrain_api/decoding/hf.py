@@ -16,13 +16,24 @@ from transformers import AutoModelForCausalLM, DynamicCache, LlamaConfig, LlamaF
 
 
 class HFCausalLM:
-    """Wraps a ``transformers`` causal LM (``model``); ``width`` defaults to the
-    size of its output embedding (``config.vocab_size``)."""
+    """Wraps a ``transformers`` causal LM (``model``, kept as ``.model``).
+
+    ``width`` defaults to the rows of its output embedding (its logits per
+    position); a smaller ``width`` drops the last columns. ``device`` is
+    where the logits come out (the output embedding's device).
+    """
 
     def __init__(self, model: Any, *, width: int | None = None):
         self.model = model.eval()
-        self.width = int(width if width is not None else model.config.vocab_size)
-        self.device = next(model.parameters()).device
+        head = model.get_output_embeddings()
+        rows = getattr(head, "out_features", None)
+        if rows is None:
+            rows = model.config.get_text_config().vocab_size
+        if width is not None and not 0 < width <= rows:
+            raise ValueError(f"width must lie in [1, {rows}], got {width}")
+        self.width = int(width if width is not None else rows)
+        weight = getattr(head, "weight", None)
+        self.device = weight.device if weight is not None else model.device
 
     def forward(
         self,
@@ -80,8 +91,10 @@ def tiny_model(
         num_attention_heads=heads,
         num_key_value_heads=heads,
         max_position_embeddings=4096,
-        eos_token_id=vocab.eos_id if vocab.eos_ids else None,
+        eos_token_id=vocab.eos_id,
         tie_word_embeddings=False,
+        # Like eager, sdpa gives padded rows (holes in the 2-D mask, fully masked
+        # pad queries) the logits of unpadded ones, on CPU and CUDA; and is faster.
         attn_implementation="sdpa",
     )
     with torch.random.fork_rng(devices=[]):
@@ -94,7 +107,21 @@ def tiny_model(
     return HFCausalLM(model.to(device=device or _default_device(), dtype=dtype))
 
 
-def from_pretrained(name_or_path: str | os.PathLike[str], **kwargs: Any) -> HFCausalLM:
+def from_pretrained(
+    name_or_path: str | os.PathLike[str],
+    *,
+    device: str | torch.device | None = None,
+    width: int | None = None,
+    **kwargs: Any,
+) -> HFCausalLM:
     """Load a causal LM with ``AutoModelForCausalLM.from_pretrained`` (a local
-    folder or a hub name) and wrap it; ``kwargs`` go to ``from_pretrained``."""
-    return HFCausalLM(AutoModelForCausalLM.from_pretrained(name_or_path, **kwargs))
+    folder or a hub name) and wrap it; ``kwargs`` go to ``from_pretrained``.
+
+    ``device``: where to move the loaded model (needs no ``accelerate``,
+    unlike ``device_map=``); by default it stays where ``from_pretrained``
+    put it.
+    """
+    model = AutoModelForCausalLM.from_pretrained(name_or_path, **kwargs)
+    if device is not None:
+        model = model.to(device)
+    return HFCausalLM(model, width=width)

@@ -11,7 +11,8 @@ nothing once the output has left the target.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from numbers import Integral
 from typing import Any
 
 import torch
@@ -21,7 +22,8 @@ import torch
 class _RowState:
     target: int  # index into ScriptedLM.targets
     prompt_done: bool = False
-    generated: tuple[int, ...] = ()
+    generated: int = 0  # attended tokens after the prompt
+    on_target: bool = True  # they are a prefix of the target
 
 
 class ScriptedLM:
@@ -46,7 +48,7 @@ class ScriptedLM:
         device: str | torch.device = "cpu",
     ):
         items = list(targets)
-        if items and all(isinstance(t, int) for t in items):
+        if items and all(isinstance(t, Integral) for t in items):
             items = [items]
         if not items:
             raise ValueError("ScriptedLM needs at least one target")
@@ -79,25 +81,30 @@ class ScriptedLM:
         logits = torch.zeros(rows, steps, self.width, device=self.device)
         if self.noise:
             logits.normal_(0.0, self.noise, generator=self._generator)
+        hits: tuple[list[int], list[int], list[int]] = ([], [], [])
         for b, state in enumerate(cache):
+            target = self.targets[state.target]
             for t in range(steps):
                 if attended[b][t] and state.prompt_done:
-                    state.generated += (ids[b][t],)
+                    n = state.generated
+                    state.on_target = state.on_target and n < len(target) and ids[b][t] == target[n]
+                    state.generated = n + 1
                 favoured = self._favoured(state)
                 if favoured is not None:
-                    logits[b, t, favoured] += self.strength
+                    hits[0].append(b)
+                    hits[1].append(t)
+                    hits[2].append(favoured)
             state.prompt_done = True
+        if hits[0]:
+            logits[hits] += self.strength  # one (row, position) at most once
         return logits, cache
 
     def _favoured(self, state: _RowState) -> int | None:
-        target, out = self.targets[state.target], state.generated
-        if out != target[: len(out)]:
+        if not state.on_target:
             return None
-        return target[len(out)] if len(out) < len(target) else self.eos_id
+        target = self.targets[state.target]
+        return target[state.generated] if state.generated < len(target) else self.eos_id
 
     def select_rows(self, cache: list[_RowState], rows: torch.Tensor) -> list[_RowState]:
         """States of ``rows`` (copies, so repeated rows evolve independently)."""
-        return [
-            _RowState(s.target, s.prompt_done, s.generated)
-            for s in (cache[r] for r in rows.tolist())
-        ]
+        return [replace(cache[r]) for r in rows.tolist()]

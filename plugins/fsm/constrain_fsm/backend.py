@@ -36,10 +36,8 @@ from constrain_api import (
     StateChecker,
     UnsupportedConstraint,
     Vocabulary,
-    lower_json_schema,
-    parse_regex,
 )
-from constrain_api.automata import Literal, alt, to_regex
+from constrain_api.automata import regular_node, to_regex
 
 KINDS = frozenset({"regex", "choice", "json_schema"})
 
@@ -120,20 +118,8 @@ class FSMBackend(BaseBackend):
 
     def _pattern(self, spec) -> tuple[str, Any]:
         """The portable pattern and its AST; refuses what is not regular."""
+        node = regular_node(spec, backend=self.name)
         try:
-            if spec.kind == "json_schema":
-                lowered = lower_json_schema(spec)
-                if lowered.kind != "regex":
-                    raise UnsupportedConstraint(
-                        self.name,
-                        "JSON schema that lowers to a grammar",
-                        "FSM indexing needs a regular language",
-                    )
-                spec = lowered
-            if spec.kind == "choice":
-                node = alt(*(Literal(o) for o in spec.options))
-            else:
-                node = parse_regex(spec.pattern)
             return to_regex(node), node
         except UnsupportedConstraint as e:
             raise UnsupportedConstraint(self.name, e.construct, e.reason) from e

@@ -1,0 +1,149 @@
+"""Byte-level acceptors in pynini from the core's regex AST, and the
+detokenizing transducer T_V.
+
+Labels: byte ``b`` is label ``b + 1`` (OpenFst reserves 0 for epsilon), the
+end marker is ``END``; token ``i`` is input label ``i + 1``.
+"""
+
+from __future__ import annotations
+
+import pynini
+
+from constrain_api.automata import (
+    Alt,
+    CharSet,
+    Difference,
+    Empty,
+    Intersect,
+    Literal,
+    Node,
+    Repeat,
+    Seq,
+    utf8_sequences,
+)
+
+END = 257  # after the text: where EOS is allowed
+ONE = pynini.Weight.one("tropical")
+
+
+def _ranges_acceptor(ranges) -> pynini.Fst:
+    """One step per byte range: ``ranges`` is a sequence of (lo, hi) byte pairs."""
+    fst = pynini.Fst()
+    state = fst.add_state()
+    fst.set_start(state)
+    for lo, hi in ranges:
+        nxt = fst.add_state()
+        for b in range(lo, hi + 1):
+            fst.add_arc(state, pynini.Arc(b + 1, b + 1, ONE, nxt))
+        state = nxt
+    fst.set_final(state)
+    return fst
+
+
+def _bytes_acceptor(data: bytes) -> pynini.Fst:
+    return _ranges_acceptor([(b, b) for b in data])
+
+
+def _epsilon() -> pynini.Fst:
+    fst = pynini.Fst()
+    s = fst.add_state()
+    fst.set_start(s)
+    fst.set_final(s)
+    return fst
+
+
+def _nothing() -> pynini.Fst:
+    fst = pynini.Fst()
+    fst.set_start(fst.add_state())
+    return fst
+
+
+def charset_acceptor(cs: CharSet) -> pynini.Fst:
+    """The UTF-8 encodings of the characters of ``cs``."""
+    seqs = utf8_sequences(cs)
+    if not seqs:
+        return _nothing()
+    return pynini.union(*(_ranges_acceptor(seq) for seq in seqs)).optimize()
+
+
+def to_fsa(node: Node) -> pynini.Fst:
+    """The byte acceptor of a regex AST, with pynini's union, concatenation
+    and closure (intersection and difference for lookarounds)."""
+    if isinstance(node, Empty):
+        return _epsilon()
+    if isinstance(node, CharSet):
+        return charset_acceptor(node)
+    if isinstance(node, Literal):
+        return _bytes_acceptor(node.text.encode("utf-8"))
+    if isinstance(node, Seq):
+        out = _epsilon()
+        for part in node.parts:
+            out = pynini.concat(out, to_fsa(part))
+        return out.optimize()
+    if isinstance(node, Alt):
+        return pynini.union(*(to_fsa(o) for o in node.options)).optimize()
+    if isinstance(node, Repeat):
+        inner = to_fsa(node.node)
+        if node.max is None:
+            return pynini.closure(inner, node.min).optimize()
+        return pynini.closure(inner, node.min, node.max).optimize()
+    if isinstance(node, Intersect | Difference):
+        a, b = (to_fsa(n).optimize() for n in (node.left, node.right))
+        op = pynini.intersect if isinstance(node, Intersect) else pynini.difference
+        return op(a, b).optimize()
+    raise TypeError(f"not a regex AST node: {node!r}")
+
+
+def detokenizer(vocab) -> pynini.Fst:
+    """T_V: token ids in, their bytes out, trie-compacted.
+
+    From the root, a token's bytes are a path of arcs that share prefixes with
+    other tokens (input epsilon); the last arc reads the token id and returns
+    to the root, the only final state. EOS ids write ``END``; other special
+    tokens are left out (never allowed).
+    """
+    fst = pynini.Fst()
+    root = fst.add_state()
+    fst.set_start(root)
+    fst.set_final(root)
+    nodes: dict[bytes, int] = {b"": root}
+    for token_id in vocab.normal_ids().tolist():
+        data = vocab.token_bytes(token_id)
+        if not data:
+            fst.add_arc(root, pynini.Arc(token_id + 1, 0, ONE, root))
+            continue
+        state = root
+        for k in range(1, len(data)):
+            prefix = data[:k]
+            nxt = nodes.get(prefix)
+            if nxt is None:
+                nxt = nodes[prefix] = fst.add_state()
+                fst.add_arc(state, pynini.Arc(0, data[k - 1] + 1, ONE, nxt))
+            state = nxt
+        fst.add_arc(state, pynini.Arc(token_id + 1, data[-1] + 1, ONE, root))
+    for eos in sorted(vocab.eos_ids):
+        fst.add_arc(root, pynini.Arc(eos + 1, END, ONE, root))
+    return fst.arcsort("olabel")
+
+
+def prefix_acceptor(node: Node) -> pynini.Fst:
+    """Strings of the language followed by ``END``, and all their prefixes:
+    every state of the trimmed automaton made final."""
+    end = pynini.Fst()
+    a, b = end.add_state(), end.add_state()
+    end.set_start(a)
+    end.set_final(b)
+    end.add_arc(a, pynini.Arc(END, END, ONE, b))
+    fsa = pynini.concat(to_fsa(node), end).optimize()
+    for state in fsa.states():
+        fsa.set_final(state)
+    return fsa.arcsort("ilabel")
+
+
+def token_automaton(detok: pynini.Fst, node: Node) -> pynini.Fst:
+    """The token-level DFA: T_V composed with the prefix acceptor, projected
+    on tokens, epsilon-free, determinized, minimized. Its arcs out of a state
+    are exactly the tokens allowed there (EOS where the text is complete)."""
+    composed = pynini.compose(detok, prefix_acceptor(node))
+    tokens = composed.project("input").rmepsilon()
+    return pynini.determinize(tokens).minimize()
