@@ -55,7 +55,7 @@ def conformance(session: nox.Session) -> None:
         "constrain_conformance.suite",
         *[f"--conformance-vocab={v}" for v in vocabularies],
         "--conformance-report=docs/conformance.md",
-        "--conformance-maskbench=30",
+        "--conformance-maskbench=10",
         "-q",
         *session.posargs,
     )
