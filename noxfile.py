@@ -3,11 +3,9 @@ small vocabularies), ``nox -s lint`` (ruff), ``nox -s conformance`` (the
 conformance suite on the real vocabularies too, writing docs/conformance.md),
 ``nox -s jsonschema`` (the JSON Schema lowering over the whole JSON Schema
 Test Suite and all of MaskBench, writing docs/jsonschema.md), ``nox -s bench``
-(the throughput suite in benchmarks/)."""
+(the side-by-side throughput report, docs/bench/REPORT.md)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import nox
 
@@ -28,6 +26,7 @@ def _install_project(session: nox.Session) -> None:
     for plugin in PLUGINS:
         session.install("-e", plugin)
     session.install("-e", "conformance")
+    session.install("-e", "benchmarks")  # constrain_bench: the report command and its tests
     # A real distribution with an entry point, so registry tests discover it
     # the way users' plugins are discovered.
     session.install("./tests/plugin_dist")
@@ -86,13 +85,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """The micro benchmarks in benchmarks/; JSON results go to reports/."""
+    """The side-by-side report of every installed backend (docs/bench/REPORT.md):
+    ``nox -s bench`` for the full run, ``nox -s bench -- --quick`` for a few
+    minutes; other options after ``--`` (``python -m constrain_bench --help``)."""
     _install_project(session)
-    Path("reports").mkdir(exist_ok=True)
-    session.run(
-        "pytest",
-        "benchmarks",
-        "--benchmark-only",
-        "--benchmark-json=reports/bench.json",
-        *session.posargs,
-    )
+    session.run("python", "-m", "constrain_bench", *session.posargs)

@@ -41,7 +41,16 @@ from .protocols import (
     Compiled,
     CompileStats,
 )
-from .registry import BackendInfo, PluginError, Registry, available, get, plugin_errors, register
+from .registry import (
+    BackendInfo,
+    PluginError,
+    Registry,
+    available,
+    get,
+    plugin_errors,
+    plugin_workloads,
+    register,
+)
 from .specs import Choice, Constraint, Grammar, JsonSchema, Regex, Where
 from .trie import TokenTrie
 from .vocabulary import Vocabulary, llama3_special_tokens
@@ -99,6 +108,7 @@ __all__ = [
     "lower_json_schema",
     "parse_regex",
     "plugin_errors",
+    "plugin_workloads",
     "register",
     "row_view",
     "utf8_sequences",

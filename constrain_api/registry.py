@@ -237,6 +237,11 @@ def register(plugin: Any) -> Callable[[], None]:
     return default_registry.register(plugin)
 
 
+def plugin_workloads() -> list[Any]:
+    """Benchmark workloads the installed plugins contribute (``constrain_workloads``)."""
+    return default_registry.workloads()
+
+
 def plugin_errors() -> list[PluginError]:
     """Plugins that failed to load, with their errors."""
     return default_registry.errors()

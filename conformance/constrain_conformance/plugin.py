@@ -142,4 +142,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if path and results:
         from .report import write_matrix
 
-        write_matrix(path, results, session.config.getoption("--conformance-vocab") or ["small"])
+        config = session.config
+        vocabularies = config.getoption("--conformance-vocab") or ["small"]
+        write_matrix(path, results, vocabularies, config.getoption("--conformance-maskbench"))

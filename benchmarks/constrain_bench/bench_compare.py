@@ -1,0 +1,332 @@
+"""The side-by-side comparison: every selected backend on every workload and
+vocabulary, measured the same way. ``python -m constrain_bench`` runs this file
+(with ``--benchmark-save-data``, so per-call timings reach the report) and
+writes docs/bench/REPORT.md; run alone it is an ordinary pytest-benchmark file.
+
+Selection through the environment (the report's command sets it):
+``CONSTRAIN_BENCH_VOCABS`` (default ``small,llama3``), ``CONSTRAIN_BENCH_BACKENDS``
+(default: every installed one), ``CONSTRAIN_BENCH_QUICK=1`` (fewer workloads,
+rounds and sizes), ``CONSTRAIN_BENCH_REFUSALS`` (a JSON file for what a backend
+refused, so the report can say why a cell is empty).
+
+- ``test_compile``: time to first mask (compile + first ``fill_mask``) on a
+  fresh backend whose per-vocabulary set-up (fst's T_V, fsm's outlines-core
+  vocabulary) is already built; that set-up's own time is ``extra_info``
+  ``precompute_s``, the artifact's memory ``rss_delta_kib`` (native
+  allocations included) and ``traced_kib`` (Python allocations).
+- ``test_mask_step``: one round per ``fill_mask`` call, along the natural
+  tokenization of the workload's document, in order, ``passes`` times: the
+  saved data gives the per-step distribution and the cost against position.
+- ``test_loop``: the shared decoding loop on the embedded model
+  (``tiny_model``, on CUDA when present), unconstrained and constrained.
+- ``test_scaling_vocab``: per-step mask time on random subsets of the
+  Llama-3 vocabulary (all single bytes kept), 1k to 128k tokens.
+- ``test_scaling_constraint``: compile time of a choice among n strings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from constrain_conformance import paths
+
+import constrain_api as ca
+from constrain_bench import workloads as wl
+
+QUICK = wl.quick()
+WORKLOADS = {w.name: w for w in wl.workloads(QUICK)}
+VOCABS = wl.selected_vocabularies()
+BACKENDS = wl.selected_backends()
+COMPILE_ROUNDS = 1 if QUICK else 3
+PASSES = 1 if QUICK else 3
+#: Loop workloads (the loop costs seconds per round; a subset tells the story).
+LOOP = ("koo-iso-date-time", "koo-json-object") if QUICK else (
+    "koo-iso-date-time", "koo-json-object", "koo-quoted-text", "domino-json", "domino-gsm8k-json"
+)  # fmt: skip
+LOOP_BATCH, LOOP_LEN, LOOP_ROUNDS = 4, 48, (1 if QUICK else 3)
+SCALING_SIZES = (1_000, 16_000, 128_256) if QUICK else (1_000, 4_000, 16_000, 64_000, 128_256)
+SCALING_WORKLOADS = ("koo-json-object",) if QUICK else ("koo-json-object", "domino-json")
+CHOICE_SIZES = (10, 100) if QUICK else (10, 100, 1_000)
+
+_REFUSALS: list[dict] = []
+_COMPILED: dict = {}
+_VOCAB_NAMES: dict[str, str] = {}  # fingerprint -> the name the run was given
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _write_refusals():
+    yield
+    target = os.environ.get("CONSTRAIN_BENCH_REFUSALS")
+    if target:
+        Path(target).write_text(json.dumps(_REFUSALS, indent=1))
+
+
+@pytest.fixture(scope="session", params=VOCABS)
+def vocab(request) -> ca.Vocabulary:
+    try:
+        loaded = wl.load_vocabulary(request.param)
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    _VOCAB_NAMES[loaded.fingerprint] = request.param
+    return loaded
+
+
+def _refuse(test: str, backend: str, workload: str, vocab: ca.Vocabulary, error: Exception):
+    _REFUSALS.append(
+        {
+            "test": test,
+            "backend": backend,
+            "workload": workload,
+            "vocab": _VOCAB_NAMES.get(vocab.fingerprint, vocab.name),
+            "error": type(error).__name__,
+            "reason": str(error),
+        }
+    )
+    pytest.skip(f"{backend} refused {workload}: {error}")
+
+
+def _supported(backend: str, workload: ca.Workload) -> None:
+    info = {i.name: i for i in ca.available()}.get(backend)
+    if info is None:
+        pytest.skip(f"{backend} is not installed")
+    if not info.capabilities.supports(workload.constraint.kind):
+        pytest.skip(f"{backend} does not support {workload.constraint.kind}")
+
+
+def _probe(backend: ca.Backend, vocab: ca.Vocabulary) -> None:
+    """Build a fresh backend's per-vocabulary set-up with a trivial constraint."""
+    caps = backend.capabilities
+    spec = ca.Regex("a") if caps.supports("regex") else ca.Choice(["a"])
+    if caps.supports(spec.kind):
+        backend.compile(spec, vocab).checker().fill_mask(ca.allocate_bitmask(1, vocab.size), 0)
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() // 1024
+
+
+def _first_mask(backend: ca.Backend, spec: ca.Constraint, vocab: ca.Vocabulary) -> ca.Compiled:
+    compiled = backend.compile(spec, vocab)
+    compiled.checker().fill_mask(ca.allocate_bitmask(1, vocab.size), 0)
+    return compiled
+
+
+def _path(vocab: ca.Vocabulary, doc: str) -> list[int]:
+    return paths.natural(vocab, doc) or paths.longest_match(vocab, doc) or []
+
+
+@pytest.mark.parametrize("workload", list(WORKLOADS))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compile(benchmark, vocab, backend, workload):
+    """Time to first mask on a fresh, vocabulary-warm backend."""
+    w = WORKLOADS[workload]
+    _supported(backend, w)
+    precompute: list[float] = []
+
+    def fresh():
+        b = ca.get(backend)
+        t0 = time.perf_counter()
+        _probe(b, vocab)
+        precompute.append(time.perf_counter() - t0)
+        return (b,), {}
+
+    try:  # memory of the artifact, outside the timing
+        (b,), _ = fresh()
+        before = _rss_kib()
+        if not QUICK:
+            tracemalloc.start()
+        compiled = _first_mask(b, w.constraint, vocab)
+        if not QUICK:
+            traced = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            benchmark.extra_info["traced_kib"] = traced // 1024
+        benchmark.extra_info["rss_delta_kib"] = _rss_kib() - before
+    except (ca.UnsupportedConstraint, ca.CompileLimitExceeded) as e:
+        if tracemalloc.is_tracing():
+            tracemalloc.stop()
+        _refuse("compile", backend, workload, vocab, e)
+    _COMPILED[(backend, workload, vocab.fingerprint)] = compiled
+    benchmark.pedantic(
+        lambda b: _first_mask(b, w.constraint, vocab),
+        setup=fresh,
+        rounds=COMPILE_ROUNDS,
+        iterations=1,
+    )
+    benchmark.extra_info.update(
+        precompute_s=min(precompute),
+        states=compiled.stats.states,
+        kind=w.constraint.kind,
+        vocab=vocab.name,
+        vocab_size=vocab.size,
+    )
+
+
+def _compiled(backend: str, workload: str, vocab: ca.Vocabulary) -> ca.Compiled:
+    key = (backend, workload, vocab.fingerprint)
+    if key not in _COMPILED:
+        try:
+            _COMPILED[key] = ca.get(backend).compile(WORKLOADS[workload].constraint, vocab)
+        except (ca.UnsupportedConstraint, ca.CompileLimitExceeded) as e:
+            pytest.skip(f"{backend} refused {workload}: {e}")
+    return _COMPILED[key]
+
+
+def _states(compiled: ca.Compiled, path: list[int]) -> list[ca.Checker]:
+    """A checker at every position of ``path`` (TokenRejected: a wrong backend)."""
+    checker = compiled.checker()
+    states = [checker.fork()]
+    for token in path:
+        checker.update([token])
+        states.append(checker.fork())
+    return states
+
+
+def _time_fill_mask(benchmark, states: list[ca.Checker], vocab: ca.Vocabulary) -> None:
+    """One round per ``fill_mask`` call, the states in order, ``PASSES`` times."""
+    bitmask = ca.allocate_bitmask(1, vocab.size)
+    order = iter(states * PASSES)
+    benchmark.pedantic(
+        lambda c: c.fill_mask(bitmask, 0),
+        setup=lambda: ((next(order),), {}),
+        rounds=len(states) * PASSES,
+        iterations=1,
+    )
+
+
+@pytest.mark.parametrize("workload", list(WORKLOADS))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mask_step(benchmark, vocab, backend, workload):
+    """``fill_mask`` at every state along the document's tokens, in order."""
+    w = WORKLOADS[workload]
+    _supported(backend, w)
+    compiled = _compiled(backend, workload, vocab)
+    states = _states(compiled, _path(vocab, w.documents[0]))
+    _time_fill_mask(benchmark, states, vocab)
+    benchmark.extra_info.update(
+        steps=len(states), passes=PASSES, vocab=vocab.name, kind=w.constraint.kind
+    )
+
+
+@pytest.fixture(scope="module")
+def loop_setup(vocab):
+    pytest.importorskip("torch", reason="the decoding loop needs torch")
+    from constrain_api.decoding import generate, sample, tiny_model
+
+    model = tiny_model(vocab, seed=0)
+    if model.device.type == "cpu":
+        # The model is tiny: one thread is fastest, and on a busy 2-core machine
+        # two spinning threads made forward passes seven times slower.
+        import torch
+
+        torch.set_num_threads(1)
+    prompts = [[vocab.eos_id]] * LOOP_BATCH
+    generate(model, vocab, prompts, None, sample(1), max_len=4, seed=0)  # warm-up
+
+    def run(constraint):
+        return [
+            generate(model, vocab, prompts, constraint, sample(1), max_len=LOOP_LEN, seed=s)
+            for s in range(LOOP_ROUNDS)
+        ]
+
+    return model, run
+
+
+def _loop_info(benchmark, results, model) -> None:
+    totals = [r.totals() for r in results]
+    benchmark.extra_info.update(
+        tokens_per_s=sorted(r.tokens_per_second for r in results)[len(results) // 2],
+        tokens=sum(r.tokens for r in results),
+        device=str(model.device),
+        **{f"{p}_s": sorted(t[p] for t in totals)[len(totals) // 2] for p in ("forward", "mask")},
+    )
+
+
+def test_loop_unconstrained(benchmark, vocab, loop_setup):
+    model, run = loop_setup
+    results = benchmark.pedantic(lambda: run(None), rounds=1, iterations=1)
+    _loop_info(benchmark, results, model)
+    benchmark.extra_info["vocab"] = vocab.name
+
+
+@pytest.mark.parametrize("workload", [w for w in LOOP if w in WORKLOADS])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loop(benchmark, vocab, loop_setup, backend, workload):
+    _supported(backend, WORKLOADS[workload])
+    model, run = loop_setup
+    compiled = _compiled(backend, workload, vocab)
+    results = benchmark.pedantic(lambda: run(compiled), rounds=1, iterations=1)
+    for result in results:  # a benchmark of wrong output measures nothing
+        assert all(g.complete or g.truncated for g in result.sequences)
+    _loop_info(benchmark, results, model)
+    benchmark.extra_info["vocab"] = vocab.name
+
+
+def _scaling_vocab(size: int) -> ca.Vocabulary:
+    full = wl.load_vocabulary("llama3")
+    normal = full.normal_ids().tolist()
+    if size >= len(normal):
+        return full
+    singles = [i for i in normal if len(full.token_bytes(i)) == 1]
+    rest = sorted(set(normal) - set(singles))
+    return full.subset(singles + random.Random(size).sample(rest, size - len(singles)))
+
+
+@pytest.mark.parametrize("workload", SCALING_WORKLOADS)
+@pytest.mark.parametrize("size", SCALING_SIZES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scaling_vocab(benchmark, backend, size, workload):
+    """Per-step mask time against vocabulary size (Willard & Louf's figure)."""
+    w = WORKLOADS.get(workload) or next(s for s in wl.SEEDS if s.name == workload)
+    _supported(backend, w)
+    try:
+        vocab = _scaling_vocab(size)
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    try:
+        compiled = ca.get(backend).compile(w.constraint, vocab)
+    except (ca.UnsupportedConstraint, ca.CompileLimitExceeded) as e:
+        _refuse("scaling_vocab", backend, workload, vocab, e)
+    states = _states(compiled, paths.longest_match(vocab, w.documents[0]) or [])
+    bitmask = ca.allocate_bitmask(1, vocab.size)
+    for c in states:  # first visits (row caches) out of the steady-state figure
+        c.fill_mask(bitmask, 0)
+    _time_fill_mask(benchmark, states, vocab)
+    benchmark.extra_info.update(vocab_size=vocab.size, workload=workload)
+
+
+def _words(n: int) -> list[str]:
+    rng = random.Random(n)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return sorted({"".join(rng.choices(letters, k=rng.randint(3, 12))) for _ in range(n)})
+
+
+@pytest.mark.parametrize("n", CHOICE_SIZES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scaling_constraint(benchmark, vocab, backend, n):
+    """Time to first mask of a choice among ``n`` strings (constraint size)."""
+    spec = ca.Choice(_words(n))
+    _supported(backend, ca.Workload(f"choice-{n}", spec))
+    b = ca.get(backend)
+    _probe(b, vocab)
+    try:
+        _first_mask(b, spec, vocab)
+    except (ca.UnsupportedConstraint, ca.CompileLimitExceeded) as e:
+        _refuse("scaling_constraint", backend, f"choice-{n}", vocab, e)
+
+    def fresh():
+        b = ca.get(backend)
+        _probe(b, vocab)
+        return (b,), {}
+
+    benchmark.pedantic(
+        lambda b: _first_mask(b, spec, vocab), setup=fresh, rounds=COMPILE_ROUNDS, iterations=1
+    )
+    benchmark.extra_info.update(n=n, vocab=vocab.name, pattern_bytes=sum(map(len, spec.options)))

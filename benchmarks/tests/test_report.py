@@ -1,0 +1,71 @@
+"""The report command end to end on the small vocabulary (the first stage
+restricted with ``--select`` to stay fast), and the report's reading of refusals."""
+
+from __future__ import annotations
+
+import json
+
+from constrain_bench import cli, report
+
+
+def test_quick_run_writes_a_report_with_every_selected_backend(tmp_path):
+    out = tmp_path / "bench"
+    code = cli.main(
+        [
+            "--quick",
+            "--vocab",
+            "small",
+            "--backend",
+            "naive",
+            "--backend",
+            "fsm",
+            "--select",
+            "koo-iso-date-time or domino-json or unconstrained or scaling_constraint",
+            "--no-maskbench",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    text = (out / "REPORT.md").read_text()
+    bench = json.loads((out / "raw" / "bench.json").read_text())
+    names = {b["name"] for b in bench["benchmarks"]}
+    # every selected backend measured on the regex workload; the grammar only by naive
+    for test in ("test_compile", "test_mask_step", "test_loop"):
+        assert f"{test}[small-naive-koo-iso-date-time]" in names
+        assert f"{test}[small-fsm-koo-iso-date-time]" in names
+    assert "test_compile[small-naive-domino-json]" in names
+    assert "test_compile[small-fsm-domino-json]" not in names  # fsm refuses grammars
+    steps = next(b for b in bench["benchmarks"] if b["name"].startswith("test_mask_step[small-fsm"))
+    assert len(steps["stats"]["data"]) == steps["extra_info"]["steps"]  # one round per call
+    assert "| `fsm` | `naive` |" in text and "`koo-iso-date-time`" in text
+    assert "End to end" in text and "×)" in text
+    assert (out / "scaling_constraint.png").stat().st_size > 1000
+
+
+def test_refused_cells_name_the_error():
+    bench = {
+        "benchmarks": [
+            {
+                "name": "test_compile[small-naive-w]",
+                "params": {"vocab": "small", "backend": "naive", "workload": "w"},
+                "extra_info": {"precompute_s": 0.001, "rss_delta_kib": 4},
+                "stats": {"median": 0.002, "min": 0.001, "max": 0.003, "rounds": 3, "data": []},
+            }
+        ]
+    }
+    refusals = [
+        {
+            "test": "compile",
+            "backend": "fst",
+            "workload": "w",
+            "vocab": "small",
+            "error": "CompileLimitExceeded",
+            "reason": "...",
+        }
+    ]
+    results = report.Results(bench, refusals)
+    lines = report._matrix(results, "test_compile", "small", ["w"], report._compile_cell)
+    assert "| `w` | 2.0 (1.0–3.0) |" in "\n".join(lines)
+    assert results.refusal("compile", "fst", "w", "small") == "CompileLimitExceeded"
+    assert results.refusal("compile", "fst", "w", "llama3") is None
