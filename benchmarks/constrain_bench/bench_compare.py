@@ -179,12 +179,18 @@ def _compiled(backend: str, workload: str, vocab: ca.Vocabulary) -> ca.Compiled:
     return _COMPILED[key]
 
 
-def _states(compiled: ca.Compiled, path: list[int]) -> list[ca.Checker]:
-    """A checker at every position of ``path`` (TokenRejected: a wrong backend)."""
+def _states(compiled: ca.Compiled, path: list[int], benchmark=None) -> list[ca.Checker]:
+    """A checker at every position of ``path``, up to a token the backend
+    rejects (an inexact one may): ``extra_info["rejected_at"]`` says where."""
     checker = compiled.checker()
     states = [checker.fork()]
-    for token in path:
-        checker.update([token])
+    for step, token in enumerate(path):
+        try:
+            checker.update([token])
+        except ca.TokenRejected:
+            if benchmark is not None:
+                benchmark.extra_info["rejected_at"] = step
+            break
         states.append(checker.fork())
     return states
 
@@ -208,7 +214,7 @@ def test_mask_step(benchmark, vocab, backend, workload):
     w = WORKLOADS[workload]
     _supported(backend, w)
     compiled = _compiled(backend, workload, vocab)
-    states = _states(compiled, _path(vocab, w.documents[0]))
+    states = _states(compiled, _path(vocab, w.documents[0]), benchmark)
     _time_fill_mask(benchmark, states, vocab)
     benchmark.extra_info.update(
         steps=len(states), passes=PASSES, vocab=vocab.name, kind=w.constraint.kind
@@ -294,7 +300,7 @@ def test_scaling_vocab(benchmark, backend, size, workload):
         compiled = ca.get(backend).compile(w.constraint, vocab)
     except (ca.UnsupportedConstraint, ca.CompileLimitExceeded) as e:
         _refuse("scaling_vocab", backend, workload, vocab, e)
-    states = _states(compiled, paths.longest_match(vocab, w.documents[0]) or [])
+    states = _states(compiled, paths.longest_match(vocab, w.documents[0]) or [], benchmark)
     bitmask = ca.allocate_bitmask(1, vocab.size)
     for c in states:  # first visits (row caches) out of the steady-state figure
         c.fill_mask(bitmask, 0)

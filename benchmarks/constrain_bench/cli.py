@@ -37,11 +37,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", action="append", default=[], help="default: all installed")
     p.add_argument("--out", default="docs/bench", help="report folder (default docs/bench)")
     p.add_argument("--maskbench", default=None, help="MaskBench data folder (default: shared)")
-    p.add_argument("--maskbench-limit", type=int, default=None, help="schemas (quick 20, full 200)")
+    p.add_argument("--maskbench-limit", type=int, default=None, help="schemas (quick 20, full 100)")
     p.add_argument("--maskbench-timeout", type=float, default=None, help="seconds per schema")
     p.add_argument("--no-maskbench", action="store_true", help="skip the MaskBench stage")
     p.add_argument("--no-micro", action="store_true", help="skip the pytest-benchmark stage")
     p.add_argument("--select", default=None, help="pytest -k expression for the first stage")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="write the report again from the raw results of the last run (OUT/raw)",
+    )
     return p
 
 
@@ -103,8 +108,8 @@ def _maskbench(args, vocab: str) -> dict:
         except FileNotFoundError as e:
             print(f"stage 2/3: MaskBench skipped ({e})")
             return {}
-    limit = args.maskbench_limit or (20 if args.quick else 200)
-    timeout = args.maskbench_timeout or (20.0 if args.quick else 60.0)
+    limit = args.maskbench_limit or (20 if args.quick else 100)
+    timeout = args.maskbench_timeout or (20.0 if args.quick else 30.0)
     import constrain_api as ca
 
     caps = {info.name: info.capabilities for info in ca.available()}
@@ -136,6 +141,8 @@ def _maskbench(args, vocab: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Run the stages and write the report; returns the exit code."""
     args = _parser().parse_args(argv)
+    if args.report_only:
+        return _report_only(Path(args.out))
     start = time.perf_counter()
     vocabs = args.vocab or _default_vocabularies()
     out = Path(args.out)
@@ -146,13 +153,29 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_maskbench:
         maskbench = _maskbench(args, "llama3" if "llama3" in vocabs else vocabs[0])
         (raw / "maskbench.json").write_text(json.dumps(maskbench, indent=1))
-    command = "python -m constrain_bench" + (" " + " ".join(argv or sys.argv[1:])).rstrip()
-    path = report.write(
-        out,
-        report.Results(bench, refusals, maskbench),
-        command=command.strip(),
-        seconds=time.perf_counter() - start,
-        quick=args.quick,
-    )
+    run = {
+        "command": ("python -m constrain_bench " + " ".join(argv or sys.argv[1:])).strip(),
+        "seconds": time.perf_counter() - start,
+        "quick": args.quick,
+    }
+    (raw / "run.json").write_text(json.dumps(run, indent=1))
+    path = report.write(out, report.Results(bench, refusals, maskbench), **run)
     print(f"stage 3/3: report written to {path}")
+    return 0
+
+
+def _report_only(out: Path) -> int:
+    raw = out / "raw"
+
+    def load(name: str, default):
+        file = raw / name
+        return json.loads(file.read_text()) if file.exists() else default
+
+    run = load("run.json", None)
+    if run is None:
+        raise SystemExit(f"{raw / 'run.json'} is missing: run the benchmarks first")
+    results = report.Results(
+        load("bench.json", {}), load("refusals.json", []), load("maskbench.json", {})
+    )
+    print(f"report written to {report.write(out, results, **run)}")
     return 0

@@ -148,7 +148,10 @@ def _compile_cell(entry: dict) -> str:
 
 def _step_cell(entry: dict) -> str:
     data = entry["stats"]["data"]
-    return f"{_us(_pct(data, 50))} / {_us(_pct(data, 99))}"
+    cut = entry["extra_info"].get("rejected_at")
+    mark = f" (rejected the document at step {cut})" if cut is not None else ""
+    figures = " / ".join(_us(_pct(data, q)) for q in (50, 90, 99, 100))
+    return f"{figures}{mark}"
 
 
 def _workloads(results: Results, test: str, vocab: str) -> list[str]:
@@ -199,7 +202,7 @@ def write(out: Path, results: Results, *, command: str, seconds: float, quick: b
         ]
         lines += _matrix(results, "test_compile", vocab, workloads, _compile_cell)
         lines += _setup_table(results, vocab)
-        lines += ["### Per-step `fill_mask` (µs, p50 / p99)", ""]
+        lines += ["### Per-step `fill_mask` (µs, p50 / p90 / p99 / max)", ""]
         lines += _matrix(results, "test_mask_step", vocab, workloads, _step_cell)
         lines += _loop_table(results, vocab)
     lines += _maskbench_section(results)

@@ -41,6 +41,10 @@ def test_quick_run_writes_a_report_with_every_selected_backend(tmp_path):
     assert "| `fsm` | `naive` |" in text and "`koo-iso-date-time`" in text
     assert "End to end" in text and "×)" in text
     assert (out / "scaling_constraint.png").stat().st_size > 1000
+    # the report can be written again from the raw results alone
+    (out / "REPORT.md").unlink()
+    assert cli.main(["--report-only", "--out", str(out)]) == 0
+    assert (out / "REPORT.md").read_text().splitlines()[2:] == text.splitlines()[2:]
 
 
 def test_refused_cells_name_the_error():

@@ -22,6 +22,8 @@ import constrain_api as ca
 from . import corpus
 
 _RESULTS = pytest.StashKey[dict]()
+#: The last outcome a test recorded (so a failure it did not record still counts).
+LAST_OUTCOME = pytest.StashKey[str]()
 #: The package whose tests the plugin parametrizes; its conftest holds the fixtures.
 SUITE = "constrain_conformance.suite"
 
@@ -93,7 +95,8 @@ class BackendSpec:
 @dataclass
 class Results:
     """Outcomes per (backend, family): pass/fail counts, worst precision and
-    recall, and the minimal-invasiveness counts."""
+    recall, the minimal-invasiveness counts, and notes on failures that
+    happened outside a check (timeouts, exceptions)."""
 
     passed: int = 0
     failed: int = 0
@@ -133,6 +136,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         extra = config.getoption("--conformance-maskbench")
         cases = corpus.CASES + corpus.maskbench_cases(extra) + corpus.schema_suite_cases(extra)
         metafunc.parametrize("case", cases, ids=[c.name for c in cases])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A suite test that fails without recording ``fail`` (a timeout, an
+    exception in the backend) is a failure in the matrix too."""
+    report = yield
+    callspec = getattr(item, "callspec", None)
+    if (
+        report.when == "call"
+        and report.failed
+        and callspec is not None
+        and "backend_spec" in callspec.params
+        and item.stash.get(LAST_OUTCOME, "") != "fail"
+    ):
+        case = callspec.params.get("case")
+        family = case.family if case is not None else "errors"
+        row = results(item.config)[(str(callspec.params["backend_spec"]), family)]
+        row.failed += 1
+        row.notes.add(f"{item.name}: {call.excinfo.typename if call.excinfo else 'failed'}")
+    return report
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -60,6 +60,18 @@ def write_matrix(path: str, results: dict, vocabularies: list[str], schemas: int
     for backend in backends:
         cells = [_share(results.get((backend, family))) for family in FAMILIES[:-1]]
         lines.append(f"| `{backend}` | " + " | ".join(cells) + " |")
+    notes = [
+        f"- `{backend}` ({family}): {note}"
+        for (backend, family), row in sorted(results.items())
+        for note in sorted(row.notes)
+    ]
+    if notes:
+        lines += [
+            "",
+            "Failures outside the checks' own verdicts (timeouts, exceptions):",
+            "",
+            *notes,
+        ]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     text = Path(path).read_text() if Path(path).exists() else ""
     marker = "<!-- matrix -->"

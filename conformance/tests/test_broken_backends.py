@@ -3,6 +3,8 @@ oracle fails the check aimed at its defect, directly and through pytest."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from constrain_conformance import checks, corpus, paths
@@ -19,6 +21,8 @@ class Tampered:
         self.inner, self.defect, self.vocab = inner, defect, vocab
 
     def fill_mask(self, bitmask, row: int = 0) -> None:
+        if self.defect == "hangs":
+            time.sleep(30)
         self.inner.fill_mask(bitmask, row)
         words = ca.row_view(bitmask, row)
         allowed = ca.TokenMask(words, self.vocab.size)
@@ -150,3 +154,29 @@ def test_the_suite_run_by_pytest_fails_broken_backends(pytester, defect, failing
         unregister()
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1, result.stdout.str()[-2000:]
+
+
+def test_a_failure_the_check_did_not_record_is_in_the_matrix(pytester, tmp_path):
+    """A backend that hangs fails by the per-case timeout, before it could
+    record anything: the matrix must still say FAIL, and why."""
+    unregister = ca.register(broken_backend("hangs"))
+    report = tmp_path / "matrix.md"
+    try:
+        result = pytester.runpytest_inprocess(
+            "--pyargs",
+            "constrain_conformance.suite",
+            "--backend",
+            "broken-hangs",
+            "-k",
+            "test_state_operations and json",
+            "--conformance-timeout=0.5",
+            f"--conformance-report={report}",
+            "-p",
+            "no:cacheprovider",
+        )
+    finally:
+        unregister()
+    assert result.parseoutcomes().get("failed", 0) >= 1
+    text = report.read_text()
+    assert "| `broken-hangs` |" in text and "**FAIL**" in text
+    assert "TimeoutError" in text

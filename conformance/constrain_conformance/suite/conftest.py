@@ -9,7 +9,7 @@ import pytest
 
 import constrain_api as ca
 from constrain_conformance import corpus
-from constrain_conformance.plugin import BackendSpec, results
+from constrain_conformance.plugin import LAST_OUTCOME, BackendSpec, results
 
 
 @pytest.fixture(scope="session")
@@ -70,10 +70,10 @@ def record(request: pytest.FixtureRequest, backend_spec: BackendSpec):
         outcome: str,
         precision: float = 1.0,
         recall: float = 1.0,
-        note: str = "",
         reproduced: int = 0,
         targets: int = 0,
     ) -> None:
+        request.node.stash[LAST_OUTCOME] = outcome
         if outcome == "unsupported":
             row.unsupported += 1
         elif outcome == "pass":
@@ -84,8 +84,6 @@ def record(request: pytest.FixtureRequest, backend_spec: BackendSpec):
         row.recall = min(row.recall, recall)
         row.reproduced += reproduced
         row.targets += targets
-        if note:
-            row.notes.add(note)
 
     return add
 

@@ -126,6 +126,30 @@ def test_unsupported_kinds_are_refused(backend, backend_spec, vocab, record):
     record("pass")
 
 
+# One malformed spec per built-in kind (built lazily: some fail on construction).
+MALFORMED = {
+    "regex": lambda: ca.Regex("(ab"),
+    "grammar": lambda: ca.Grammar("start: undefined_rule"),
+    "json_schema": lambda: ca.JsonSchema({"type": 5}),
+    "choice": lambda: ca.Choice([]),
+    "where": lambda: ca.Where("len(x) <="),
+}
+
+
+def test_malformed_constraints_raise_constraint_error(backend, backend_spec, vocab, record):
+    """Malformed input is a ``ConstraintError`` that names its kind, whether
+    the spec or the backend detects it; never another exception or a
+    compiled artifact."""
+    kinds = [k for k in MALFORMED if backend.capabilities.supports(k)]
+    if not kinds:
+        pytest.skip(f"{backend_spec} supports no built-in kind")
+    for kind in kinds:
+        with pytest.raises(ca.ConstraintError) as error:
+            backend.compile(MALFORMED[kind](), vocab)
+        assert kind.replace("_", " ") in str(error.value), str(error.value)
+    record("pass")
+
+
 def test_backreference_is_refused(backend, vocab, record):
     if not backend.capabilities.supports("regex"):
         pytest.skip("no regex support")

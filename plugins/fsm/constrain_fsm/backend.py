@@ -63,7 +63,8 @@ class FSMBackend(BaseBackend):
         exact=frozenset(),
         notes=(
             "regular constraints only (a JSON schema lowering to a grammar is refused); "
-            "misses tokens ending mid-UTF-8-character after an accepting state"
+            "not exact: out of an accepting state outlines-core keeps only tokens that end "
+            "in one (plugins/fsm/README.md)"
         ),
     )
 
