@@ -9,7 +9,7 @@ See ``docs/architecture.md`` for the layers and the protocol contracts.
 """
 
 from .automata import ByteDFA, dfa_for_predicate, parse_regex, utf8_sequences
-from .base import BaseBackend, BaseCompiled, StateChecker
+from .base import BaseBackend, BaseCompiled, StateChecker, rejection_reason
 from .errors import (
     BackendNotFound,
     CompileLimitExceeded,
@@ -110,6 +110,7 @@ __all__ = [
     "plugin_errors",
     "plugin_workloads",
     "register",
+    "rejection_reason",
     "row_view",
     "utf8_sequences",
 ]

@@ -28,6 +28,19 @@ if TYPE_CHECKING:  # pragma: no cover
 
 S = TypeVar("S")
 
+
+def rejection_reason(vocab: Vocabulary, token_id: int) -> str:
+    """Why ``update`` rejects ``token_id``, for ``TokenRejected`` messages:
+    outside the vocabulary, EOS too early, a special token, or the constraint."""
+    if not 0 <= token_id < vocab.size:
+        return f"outside the vocabulary of {vocab.size}"
+    if token_id in vocab.eos_ids:
+        return "EOS before the text is complete"
+    if token_id in vocab.special_ids:
+        return "special tokens are never allowed"
+    return "not allowed by the constraint"
+
+
 #: The state after an accepted EOS: nothing more is allowed.
 _TERMINATED = object()
 
@@ -132,18 +145,9 @@ class StateChecker(ABC, Generic[S]):
         for index, token_id in enumerate(token_ids):
             state = self._step(state, int(token_id))
             if state is None:
-                raise TokenRejected(int(token_id), index, self._reject_reason(token_id))
+                raise TokenRejected(int(token_id), index, rejection_reason(self.vocab, token_id))
             states.append(state)
         self._stack.extend(states)
-
-    def _reject_reason(self, token_id: int) -> str:
-        if not 0 <= token_id < self.vocab.size:
-            return f"outside the vocabulary of {self.vocab.size}"
-        if token_id in self.vocab.eos_ids:
-            return "EOS before the text is complete"
-        if token_id in self.vocab.special_ids:
-            return "special tokens are never allowed"
-        return "not allowed by the constraint"
 
     def fill_mask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed next tokens into ``bitmask[row]``."""

@@ -1,0 +1,137 @@
+"""Constraints → the grammar text llguidance's ``LLMatcher`` compiles.
+
+* ``Regex``, ``Choice`` and regular JSON schemas: the core's AST
+  (``regular_node``) printed in the core's portable dialect (``to_regex``),
+  which llguidance's Rust regex syntax reads as Python ``re`` does, then
+  ``LLMatcher.grammar_from_regex``.
+* ``Grammar``: the core's ``GrammarIR`` (lark's own loader already expanded
+  EBNF, templates and imports) written back as llguidance's Lark dialect,
+  every terminal a ``/regex/`` in the portable dialect, with renamed symbols
+  (``start``, ``r1``…, ``T0``…) so no lark naming convention (``_inline``,
+  ``__ANON``) can change the meaning. A terminal whose strings are its
+  shortest matches (``Terminal.shortest``) is written as the regex of exactly
+  those strings.
+* ``JsonSchema``: by default the schema goes to llguidance's own JSON
+  compiler (``json_schema="engine"``), with the spec's whitespace and
+  ``oneOf`` policies mapped onto its options; ``json_schema="lowering"``
+  compiles the core's lowering (a regex or a grammar) instead.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from constrain_api import GrammarIR, UnsupportedConstraint, lower_grammar, lower_json_schema
+from constrain_api.automata import dfa_to_regex, parse_regex, regular_node, to_regex
+
+NAME = "llguidance"
+
+
+#: Grammar options for every constraint. ``no_forcing``: without it, where the
+#: grammar forces a text, llguidance's mask keeps only the first token of that
+#: text's canonical tokenization (a narrower mask than the language allows).
+#: ``allow_initial_skip``: ``%ignore``d text may come first, as in the core's
+#: grammar language.
+OPTIONS = '%llguidance {"no_forcing": true, "allow_initial_skip": true}\n'
+
+
+def grammar_text(spec: Any, json_schema: str) -> str:
+    """The llguidance grammar (Lark dialect) for ``spec``."""
+    if spec.kind == "json_schema":
+        if json_schema == "engine":
+            return OPTIONS + f"start: %json {_engine_json(spec)}\n"
+        spec = lower_json_schema(spec)
+    if spec.kind == "grammar":
+        return OPTIONS + lark_text(lower_grammar(spec, backend=NAME))
+    pattern = to_regex(regular_node(spec, backend=NAME))
+    return OPTIONS + f"start: /{_slashed(pattern)}/\n"
+
+
+def _engine_json(spec: Any) -> str:
+    """The schema for llguidance's JSON compiler, with the spec's policies in
+    its ``x-guidance`` options (ours win over the schema's own)."""
+    if not spec.additional_properties:
+        raise UnsupportedConstraint(
+            NAME,
+            "additional_properties=False",
+            "llguidance's JSON compiler has no such default; use json_schema='lowering'",
+        )
+    if not spec.format_assertion:
+        raise UnsupportedConstraint(
+            NAME,
+            "format_assertion=False",
+            "llguidance's JSON compiler always asserts the formats it knows; "
+            "use json_schema='lowering'",
+        )
+    options: dict[str, Any] = {
+        "item_separator": ",",
+        "key_separator": ":",
+        "coerce_one_of": spec.one_of == "any_of",
+        "lenient": False,
+        # The core's strings are canonical: no "\/" and "\u" only for control
+        # characters; the engine would allow any "\uXXXX" (more than the
+        # language), so "\u" goes, and with it the rarer control characters.
+        "json_allowed_escapes": '"\\bfnrt',
+        "json_allow_general_unicode_escapes": False,
+    }
+    if spec.whitespace == "compact":
+        options["whitespace_flexible"] = False
+    else:
+        options["whitespace_flexible"] = False
+        options["whitespace_pattern"] = f"[\\x20\\x0A\\x0D\\x09]{{0,{spec.max_whitespace}}}"
+    schema = spec.schema
+    if isinstance(schema, bool):
+        schema = {} if schema else {"not": {}}
+    schema["x-guidance"] = {**schema.get("x-guidance", {}), **options}
+    return json.dumps(schema, ensure_ascii=False)
+
+
+def lark_text(ir: GrammarIR) -> str:
+    """``ir`` in llguidance's Lark dialect (see the module docstring)."""
+    rules: dict[str, list[tuple[str, ...]]] = {}
+    for rule in ir.rules:
+        rules.setdefault(rule.lhs, []).append(rule.rhs)
+    names = {ir.start: "r0" if ir.ignore else "start"}
+    for i, lhs in enumerate(n for n in rules if n != ir.start):
+        names[lhs] = f"r{i + 1}"
+    for i, terminal in enumerate(ir.terminals):
+        names[terminal] = f"T{i}"
+    lines = []
+    if ir.ignore:
+        # llguidance skips one match of the ignored regex, and only before a
+        # lexeme: ignore a run of them, and allow a run at the end.
+        run = "(?:" + "|".join(_terminal_regex(ir.terminals[n]) for n in ir.ignore) + ")+"
+        lines += [
+            "start: r0 | r0 TRAILING",
+            f"TRAILING: /{_slashed(run)}/",
+            f"IGNORED: /{_slashed(run)}/",
+            "%ignore IGNORED",
+        ]
+    for lhs, options in rules.items():
+        bodies = [" ".join(names[s] for s in rhs) for rhs in options if rhs]
+        body = " | ".join(bodies)
+        if len(bodies) < len(options):  # an empty alternative
+            body = f"({body})?" if bodies else '""'
+        lines.append(f"{names[lhs]}: {body}")
+    for name, terminal in ir.terminals.items():
+        lines.append(f"{names[name]}: /{_slashed(_terminal_regex(terminal))}/")
+    return "\n".join(lines) + "\n"
+
+
+def _terminal_regex(terminal: Any) -> str:
+    if terminal.shortest:
+        return dfa_to_regex(terminal.dfa())
+    return to_regex(parse_regex(terminal.pattern))
+
+
+def _slashed(pattern: str) -> str:
+    """``pattern`` with ``/`` escaped, to sit between Lark's slashes."""
+    out, escaped = [], False
+    for ch in pattern:
+        if ch == "/" and not escaped:
+            out.append("\\/")
+        else:
+            out.append(ch)
+        escaped = ch == "\\" and not escaped
+    return "".join(out)

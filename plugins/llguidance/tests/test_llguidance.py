@@ -1,0 +1,211 @@
+"""The llguidance adapter against the oracle: exact where declared, the
+engine's own gaps measured and pinned (if llguidance changes, a test here
+fails and the README must be updated)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from constrain_conformance import checks, corpus, paths
+from constrain_llguidance.translate import grammar_text
+
+import constrain_api as ca
+
+
+@pytest.fixture(scope="module")
+def vocab() -> ca.Vocabulary:
+    return corpus.small_vocabulary()
+
+
+@pytest.fixture(scope="module")
+def llg() -> ca.Backend:
+    return ca.get("llguidance")
+
+
+@pytest.fixture(scope="module")
+def naive() -> ca.Backend:
+    return ca.get("naive")
+
+
+def _token(vocab: ca.Vocabulary, data: bytes) -> int:
+    return vocab.tokens.index(data)
+
+
+def _walk(checker: ca.Checker, vocab: ca.Vocabulary, text: bytes) -> None:
+    """Feed ``text`` one byte-token at a time."""
+    checker.update([_token(vocab, bytes([b])) for b in text])
+
+
+def test_registered_with_honest_capabilities(llg):
+    assert "llguidance" in {info.name for info in ca.available()}
+    caps = llg.capabilities
+    assert caps.kinds == {"regex", "choice", "grammar", "json_schema"}
+    assert caps.exact == {"regex", "choice"}  # grammars and JSON schemas are measured
+
+
+EXACT_CASES = [
+    c for c in corpus.CASES if c.family in ("regex", "choice", "grammar", "json_schema") and c.valid
+]
+
+
+@pytest.mark.parametrize("case", EXACT_CASES, ids=[c.name for c in EXACT_CASES])
+@pytest.mark.parametrize("mode", ["engine", "lowering"])
+def test_masks_equal_the_oracles_on_the_corpus(vocab, naive, case, mode):
+    """Every corpus case, on natural and byte-by-byte paths: the masks are the
+    oracle's, except the pinned JSON-engine differences (never more)."""
+    compiled = ca.get("llguidance", json_schema=mode).compile(case.spec, vocab)
+    oracle = naive.compile(case.spec, vocab)
+    for doc in case.valid:
+        for path in filter(None, (paths.natural(vocab, doc), paths.byte_by_byte(vocab, doc))):
+            result = checks.compare_masks(compiled, oracle, path)
+            assert not result.extra, result.describe(vocab)
+            if case.family != "json_schema" or mode == "lowering":
+                assert result.exact, f"{case.name}: {result.describe(vocab)}"
+
+
+def test_forced_text_does_not_narrow_the_mask(llg, naive, vocab):
+    """Without ``no_forcing`` llguidance keeps only the canonical first token
+    of a forced text; every prefix token of ``The answer is`` must be allowed."""
+    spec = ca.Regex(corpus.MULTIPLE_CHOICE)
+    allowed = set(llg.compile(spec, vocab).checker().mask().allowed_ids().tolist())
+    assert _token(vocab, b"T") in allowed and _token(vocab, b"The ") in allowed
+    assert allowed == set(naive.compile(spec, vocab).checker().mask().allowed_ids().tolist())
+
+
+@pytest.mark.parametrize(
+    "grammar, text, token",
+    [
+        # a run of ignored terminals (llguidance skips one match by itself)
+        (corpus.ARITHMETIC_GRAMMAR, b"1 ", b" "),
+        # ignored text after the last terminal
+        (corpus.JSON_GRAMMAR, b"[1]", b" "),
+    ],
+    ids=["ignore-run", "trailing-ignore"],
+)
+def test_ignored_text_is_the_cores(llg, vocab, grammar, text, token):
+    checker = llg.compile(ca.Grammar(grammar), vocab).checker()
+    _walk(checker, vocab, text)
+    assert checker.accepts(_token(vocab, token))
+
+
+# The engine's own behaviour: masks narrower than the oracle's (precision
+# stays 1): a grammar and a text the oracle accepts but llguidance cannot end.
+GREEDY_LEXER = [
+    ("start: A B\nA: /a+/\nB: /a/\n", b"aa"),  # "a"+"a" cannot split
+    ("start: NAME NAME\nNAME: /[a-z]+/\n", b"ab"),  # "a"+"b" cannot split
+]
+
+
+@pytest.mark.parametrize("grammar, text", GREEDY_LEXER, ids=["split", "adjacent"])
+def test_the_greedy_lexer_gap_is_measured(llg, naive, vocab, grammar, text):
+    """llguidance lexes greedily: a lexeme that can still grow is never cut,
+    so strings of the language that need the cut are missing (EOS here)."""
+    spec = ca.Grammar(grammar)
+    ours, oracle = llg.compile(spec, vocab).checker(), naive.compile(spec, vocab).checker()
+    _walk(ours, vocab, text)
+    _walk(oracle, vocab, text)
+    assert oracle.is_accepting() and not ours.is_accepting()
+    assert set(ours.mask().allowed_ids().tolist()) <= set(oracle.mask().allowed_ids().tolist())
+
+
+ENGINE_JSON = [
+    ({"type": "string"}, b'"', b"\x7f"),  # DEL must be escaped
+    ({"type": "string"}, b'"\\', b"u"),  # no \u: the engine would allow any \uXXXX
+    ({"type": "integer"}, b"8", b"."),  # no 8.0 for an integer
+    ({"type": "integer", "minimum": 0}, b"", b"-"),  # no -0
+]
+
+
+@pytest.mark.parametrize(
+    "schema, text, token", ENGINE_JSON, ids=["del", "u-escape", "integer-8.0", "minus-0"]
+)
+def test_the_json_engine_differences_are_measured(naive, vocab, schema, text, token):
+    spec = ca.JsonSchema(schema)
+    engine = ca.get("llguidance").compile(spec, vocab).checker()
+    lowering = ca.get("llguidance", json_schema="lowering").compile(spec, vocab).checker()
+    oracle = naive.compile(spec, vocab).checker()
+    for checker in (engine, lowering, oracle):
+        _walk(checker, vocab, text)
+    t = _token(vocab, token)
+    assert oracle.accepts(t) and lowering.accepts(t) and not engine.accepts(t)
+
+
+def test_grammar_lowered_schemas_meet_the_greedy_lexer(naive, vocab):
+    """The core's lowering merges neighbouring members into one terminal; its
+    end overlaps the next terminal's start, so greedy lexing loses the cut."""
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}
+    spec = ca.JsonSchema(schema)
+    lowering = ca.get("llguidance", json_schema="lowering").compile(spec, vocab)
+    oracle = naive.compile(spec, vocab)
+    doc = '{"a":"x","c":1}'
+    result = checks.compare_masks(lowering, oracle, paths.byte_by_byte(vocab, doc))
+    assert not result.extra and result.missing, result.describe(vocab)
+
+
+def test_update_is_atomic_and_rollback_crosses_eos(llg, vocab):
+    compiled = llg.compile(ca.Regex("ab|abc"), vocab)
+    checker = compiled.checker()
+    a, b, c, x = (_token(vocab, s) for s in (b"a", b"b", b"c", b"x"))
+    before = checker.mask().words.copy()
+    with pytest.raises(ca.TokenRejected) as rejected:
+        checker.update([a, b, x])
+    assert rejected.value.index == 2
+    assert np.array_equal(checker.mask().words, before) and checker.rollback_depth == 0
+    checker.update([a, b, vocab.eos_id])
+    assert checker.is_finished() and not checker.is_accepting() and not checker.mask().count()
+    checker.rollback(1)
+    assert checker.is_accepting() and checker.accepts(c)
+    assert checker.validate([c, vocab.eos_id, a]) == 2 and checker.accepts(c)
+    twin = checker.fork()
+    twin.update([c])
+    assert twin.is_finished() and not checker.is_finished()
+    checker.init()
+    assert checker.rollback_depth == 0 and checker.accepts(a)
+
+
+def test_special_tokens_and_several_eos(llg):
+    vocab = ca.Vocabulary.from_list(
+        [b"a", b"b", b"<eos>", b"<eot>", b"<pad>"], eos=[2, 3], special=[2, 3, 4]
+    )
+    checker = llg.compile(ca.Regex("ab"), vocab).checker()
+    assert checker.mask().allowed_ids().tolist() == [0]
+    checker.update([0, 1])
+    assert checker.mask().allowed_ids().tolist() == [2, 3] and not checker.accepts(4)
+    checker.update([3])
+    assert checker.is_finished() and not checker.accepts(2)
+    checker.rollback(2)
+    assert checker.mask().allowed_ids().tolist() == [1]
+
+
+def test_fill_mask_writes_a_torch_row(llg, vocab):
+    torch = pytest.importorskip("torch")
+    compiled = llg.compile(ca.Regex("[0-9]+"), vocab)
+    bitmask = ca.allocate_bitmask_tensor(2, vocab.size)
+    bitmask.fill_(-1)
+    compiled.checker().fill_mask(bitmask, 1)
+    assert torch.equal(bitmask[1], torch.from_numpy(compiled.checker().mask().words))
+    assert int(bitmask[0, 0]) == -1
+
+
+def test_errors_and_limits(vocab):
+    with pytest.raises(ValueError, match="json_schema"):
+        ca.get("llguidance", json_schema="fast")
+    with pytest.raises(ca.UnsupportedConstraint, match="additional_properties"):
+        ca.get("llguidance").compile(ca.JsonSchema({}, additional_properties=False), vocab)
+    with pytest.raises(ca.UnsupportedConstraint, match=r"backreference|lookaround|\\1"):
+        ca.get("llguidance").compile(ca.Regex(r"(a)\1"), vocab)
+    with pytest.raises(TypeError, match="unknown compile options"):
+        ca.get("llguidance").compile(ca.Regex("a"), vocab, fast=True)
+    # llguidance builds its lexer lazily: the bound can be hit at a later step
+    checker = ca.get("llguidance", max_lexer_states=3).compile(ca.Regex(corpus.DATE_TIME), vocab)
+    with pytest.raises(ca.CompileLimitExceeded, match="max_lexer_states"):
+        c = checker.checker()
+        _walk(c, vocab, b"2024-")
+        c.mask()
+
+
+def test_lark_translation_renames_symbols_and_escapes_slashes():
+    grammar = ca.Grammar('start: _item+\n_item: "a/b" | NAME\nNAME: /[a-z]+/\n')
+    text = grammar_text(grammar, "engine")
+    assert "no_forcing" in text and "start:" in text
+    assert "_item" not in text and "a\\/b" in text
