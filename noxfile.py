@@ -17,7 +17,7 @@ nox.options.reuse_existing_virtualenvs = True
 TORCH = "torch==2.13.0"
 EXTRAS = ".[tokenizers,transformers,test]"
 # The built-in backends: each its own distribution, found through its entry point.
-PLUGINS = ["plugins/naive", "plugins/fsm", "plugins/fst", "plugins/llguidance"]
+PLUGINS = ["plugins/naive", "plugins/fsm", "plugins/fst", "plugins/llguidance", "plugins/xgrammar"]
 
 
 def _install_project(session: nox.Session) -> None:
@@ -48,10 +48,14 @@ def conformance(session: nox.Session) -> None:
     vocabularies (those in ../shared); the matrix goes to docs/conformance.md."""
     _install_project(session)
     vocabularies = ["small", "llama3", "llama2", "mistral-v3"]
+    # the engines' other JSON modes are measured too
+    variants = ["llguidance:json_schema='lowering'", "xgrammar:json_schema='engine'"]
     session.run(
         "pytest",
         "--pyargs",
         "constrain_conformance.suite",
+        "--backend=all",
+        *[f"--backend={v}" for v in variants],
         *[f"--conformance-vocab={v}" for v in vocabularies],
         "--conformance-report=docs/conformance.md",
         "--conformance-maskbench=10",

@@ -9,7 +9,7 @@ See ``docs/architecture.md`` for the layers and the protocol contracts.
 """
 
 from .automata import ByteDFA, dfa_for_predicate, parse_regex, utf8_sequences
-from .base import BaseBackend, BaseCompiled, StateChecker, rejection_reason
+from .base import BaseBackend, BaseCompiled, MatcherChecker, StateChecker, rejection_reason
 from .errors import (
     BackendNotFound,
     CompileLimitExceeded,
@@ -79,6 +79,7 @@ __all__ = [
     "Grammar",
     "GrammarIR",
     "JsonSchema",
+    "MatcherChecker",
     "PluginError",
     "Regex",
     "Registry",

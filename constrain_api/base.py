@@ -4,8 +4,11 @@ A backend whose per-sequence state is an immutable value (an automaton
 state, a parser configuration) subclasses :class:`StateChecker` and writes
 four small methods; rollback, fork, atomic updates, EOS and special tokens,
 ``validate`` and ``accepts`` come from here and behave identically in every
-backend. Backends with mutable incremental state implement the
-:class:`~constrain_api.protocols.Checker` protocol directly instead.
+backend. A backend built on an engine whose matcher is mutable and keeps
+its own history (llguidance's ``LLMatcher``, XGrammar's ``GrammarMatcher``)
+subclasses :class:`MatcherChecker` and maps six engine calls; the same
+bookkeeping comes from there. Anything else implements the
+:class:`~constrain_api.protocols.Checker` protocol directly.
 """
 
 from __future__ import annotations
@@ -213,6 +216,173 @@ class StateChecker(ABC, Generic[S]):
         only the stack is copied)."""
         twin = copy.copy(self)
         twin._stack = self._stack.copy()
+        return twin
+
+
+# What each accepted token was, for MatcherChecker.rollback.
+_BY_MATCHER, _EOS_ENTRY = 0, 1
+
+
+class MatcherChecker(ABC):
+    """A checker around a mutable engine matcher that can roll back.
+
+    Subclasses implement :meth:`matcher_accept`, :meth:`matcher_rollback`,
+    :meth:`matcher_fill`, :meth:`matcher_accepting`, :meth:`matcher_fork`
+    and :meth:`matcher_reset` (and may override :meth:`matcher_allows`).
+    The matcher only ever sees normal tokens: EOS is accepted here (allowed
+    iff ``matcher_accepting()``) and never reaches it, so rollback over EOS
+    is exact; special tokens are refused here; ``update`` is atomic (what a
+    rejected call accepted is rolled back); the mask's EOS, special and
+    padding bits are set by ``SpecialBits``.
+    """
+
+    def __init__(self, compiled: BaseCompiled, matcher: Any):
+        self.compiled = compiled
+        self.vocab = compiled.vocab
+        self.matcher = matcher
+        self._special_bits = compiled.special_bits
+        self._history: list[int] = []
+
+    # -- what a subclass provides ------------------------------------------------
+    @abstractmethod
+    def matcher_accept(self, token_id: int) -> bool:
+        """Advance the matcher by a normal token; ``False`` (matcher
+        unchanged) when the constraint does not allow it."""
+
+    @abstractmethod
+    def matcher_rollback(self, n: int) -> None:
+        """Undo the matcher's last ``n`` accepted tokens."""
+
+    @abstractmethod
+    def matcher_fill(self, row: np.ndarray) -> None:
+        """Overwrite ``row`` (1-D int32 words) with the normal tokens allowed
+        now; EOS, special and padding bits are fixed up afterwards."""
+
+    @abstractmethod
+    def matcher_accepting(self) -> bool:
+        """Whether the text so far is in the language."""
+
+    @abstractmethod
+    def matcher_fork(self) -> Any:
+        """An independent copy of the matcher."""
+
+    @abstractmethod
+    def matcher_reset(self) -> None:
+        """Back to the start, the matcher's history cleared."""
+
+    def matcher_allows(self, token_id: int) -> bool:
+        """Whether a normal token is allowed; default: accept, then roll back."""
+        if self.matcher_accept(token_id):
+            self.matcher_rollback(1)
+            return True
+        return False
+
+    # -- the Checker protocol ----------------------------------------------------
+    @property
+    def terminated(self) -> bool:
+        """Whether an EOS token has been accepted."""
+        return bool(self._history) and self._history[-1] == _EOS_ENTRY
+
+    def init(self) -> None:
+        """Back to the start; the history is cleared."""
+        self.matcher_reset()
+        self._history.clear()
+
+    def _take(self, token_id: int) -> int | None:
+        """Accept one token: its history entry, or ``None`` (state unchanged)."""
+        if self.terminated or not 0 <= token_id < self.vocab.size:
+            return None
+        if token_id in self.vocab.eos_ids:
+            return _EOS_ENTRY if self.matcher_accepting() else None
+        if token_id in self.vocab.special_ids:
+            return None
+        return _BY_MATCHER if self.matcher_accept(token_id) else None
+
+    def update(self, token_ids: Sequence[int]) -> None:
+        """Accept ``token_ids`` atomically; ``TokenRejected`` leaves the state unchanged."""
+        if isinstance(token_ids, int | np.integer):
+            raise TypeError("update takes a sequence of token ids; wrap one id in a list")
+        for index, token_id in enumerate(map(int, token_ids)):
+            entry = self._take(token_id)
+            if entry is None:
+                self.rollback(index)  # what this call accepted
+                raise TokenRejected(token_id, index, rejection_reason(self.vocab, token_id))
+            self._history.append(entry)
+
+    def fill_mask(self, bitmask: Any, row: int = 0) -> None:
+        """Write the allowed next tokens into ``bitmask[row]``."""
+        view = row_view(bitmask, row)
+        if self.terminated:
+            view[:] = 0
+            return
+        self.matcher_fill(view)
+        self._special_bits.finish_row(view, self.matcher_accepting())
+
+    def mask(self) -> TokenMask:
+        """The allowed next tokens as a new ``TokenMask``."""
+        words = allocate_bitmask(1, self.vocab.size)[0]
+        self.fill_mask(words)
+        return TokenMask(words, self.vocab.size)
+
+    def accepts(self, token_id: int) -> bool:
+        """Whether ``token_id`` is allowed next; no state change."""
+        token_id = int(token_id)
+        if self.terminated or not 0 <= token_id < self.vocab.size:
+            return False
+        if token_id in self.vocab.eos_ids:
+            return self.matcher_accepting()
+        if token_id in self.vocab.special_ids:
+            return False
+        return self.matcher_allows(token_id)
+
+    def validate(self, token_ids: Sequence[int]) -> int:
+        """How many leading tokens would be accepted in a row; no state change."""
+        count = 0
+        try:
+            for token_id in token_ids:
+                entry = self._take(int(token_id))
+                if entry is None:
+                    break
+                self._history.append(entry)
+                count += 1
+        finally:
+            self.rollback(count)
+        return count
+
+    def is_accepting(self) -> bool:
+        """Whether EOS is allowed now."""
+        return not self.terminated and self.matcher_accepting()
+
+    def is_finished(self) -> bool:
+        """Whether only EOS may follow (a scratch mask decides), or EOS was accepted."""
+        if self.terminated:
+            return True
+        scratch = allocate_bitmask(1, self.vocab.size)[0]
+        self.matcher_fill(scratch)
+        self._special_bits.finish_row(scratch, accepting=False)
+        return not scratch.any()
+
+    @property
+    def rollback_depth(self) -> int:
+        """How many tokens ``rollback`` can undo now."""
+        return len(self._history)
+
+    def rollback(self, n: int) -> None:
+        """Undo the last ``n`` accepted tokens (EOS included)."""
+        if not 0 <= n <= len(self._history):
+            raise ValueError(f"cannot roll back {n} tokens; {len(self._history)} can be undone")
+        if n == 0:
+            return
+        by_matcher = self._history[-n:].count(_BY_MATCHER)
+        del self._history[-n:]
+        if by_matcher:
+            self.matcher_rollback(by_matcher)
+
+    def fork(self) -> MatcherChecker:
+        """An independent checker in the same state."""
+        twin = copy.copy(self)
+        twin.matcher = self.matcher_fork()
+        twin._history = self._history.copy()
         return twin
 
 

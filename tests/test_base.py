@@ -42,9 +42,56 @@ def vocab():
     return Vocabulary.from_list(TOKENS, eos=EOS, special=[PAD])
 
 
-@pytest.fixture
-def compiled(vocab):
-    return TestChoiceBackend().compile(Choice(OPTIONS), vocab)
+class ToyMatcher:
+    """A mutable engine matcher for ``OPTIONS``: the texts it accepted, stacked."""
+
+    def __init__(self, vocab):
+        self.vocab, self.texts = vocab, [b""]
+
+    def allows(self, token_id):
+        text = self.texts[-1] + self.vocab.token_bytes(token_id)
+        return any(o.encode().startswith(text) for o in OPTIONS)
+
+
+class ToyMatcherChecker(ca.MatcherChecker):
+    def matcher_accept(self, token_id):
+        if not self.matcher.allows(token_id):
+            return False
+        self.matcher.texts.append(self.matcher.texts[-1] + self.vocab.token_bytes(token_id))
+        return True
+
+    def matcher_rollback(self, n):
+        del self.matcher.texts[-n:]
+
+    def matcher_fill(self, row):
+        allowed = np.zeros(len(row) * 32, dtype=bool)
+        for t in self.vocab.normal_ids().tolist():
+            allowed[t] = self.matcher.allows(t)
+        row[:] = ca.bitmask_from_bool(allowed[None, :])[0][: len(row)]
+
+    def matcher_accepting(self):
+        return self.matcher.texts[-1].decode("utf-8", "replace") in OPTIONS
+
+    def matcher_fork(self):
+        twin = ToyMatcher(self.vocab)
+        twin.texts = list(self.matcher.texts)
+        return twin
+
+    def matcher_reset(self):
+        self.matcher.texts[1:] = []
+
+
+class ToyMatcherCompiled(ca.BaseCompiled):
+    def checker(self):
+        return ToyMatcherChecker(self, ToyMatcher(self.vocab))
+
+
+@pytest.fixture(params=["StateChecker", "MatcherChecker"])
+def compiled(vocab, request):
+    """The contract, once through each base class."""
+    if request.param == "StateChecker":
+        return TestChoiceBackend().compile(Choice(OPTIONS), vocab)
+    return ToyMatcherCompiled(Choice(OPTIONS), vocab, ca.CompileStats(0.0))
 
 
 def oracle(text: bytes) -> set[int]:
@@ -144,6 +191,9 @@ def test_rollback_bounds(compiled):
 
 
 def test_bounded_history(compiled):
+    if not isinstance(compiled.checker(), ca.StateChecker):
+        pytest.skip("max_rollback is StateChecker's")
+
     class Bounded(type(compiled.checker())):
         def __init__(self, compiled):
             super().__init__(compiled, max_rollback=1)

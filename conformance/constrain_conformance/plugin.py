@@ -40,7 +40,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--backend",
         action="append",
         default=[],
-        help="backend to check, as NAME or NAME:key=value,... (repeatable; default: all installed)",
+        help=(
+            "backend to check, as NAME or NAME:key=value,... (repeatable; 'all': every "
+            "installed backend with its defaults, the default when none is given)"
+        ),
     )
     group.addoption("--oracle", default="naive", help="the oracle backend (default: naive)")
     group.addoption(
@@ -115,10 +118,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _backend_specs(config: pytest.Config) -> list[BackendSpec]:
-    given = config.getoption("--backend")
-    if given:
-        return [BackendSpec.parse(b) for b in given]
-    return [BackendSpec(info.name) for info in ca.available()]
+    specs: list[BackendSpec] = []
+    for text in config.getoption("--backend") or ["all"]:
+        more = (
+            [BackendSpec(i.name) for i in ca.available()]
+            if text == "all"
+            else [BackendSpec.parse(text)]
+        )
+        specs += [s for s in more if s not in specs]
+    return specs
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

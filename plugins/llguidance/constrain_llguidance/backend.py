@@ -7,20 +7,17 @@ Earley parser; it computes each mask on the fly, with no precomputed index.
 The adapter is thin: the vocabulary's exact bytes become an
 ``LLTokenizer`` (cached per vocabulary fingerprint), the constraint becomes
 the engine's grammar text (``translate``), and one matcher, built at
-compile time, is deep-copied for every checker. What the adapter adds is
-the protocol's bookkeeping the engine does not have: ``update`` is atomic
-(each token is validated before it is consumed, and a rejection rolls back
-what the call consumed, so the matcher never enters its sticky error state),
-EOS is accepted by the adapter (the matcher is left where it was, so
-``rollback`` over EOS is exact), and the EOS/special bits of the mask are
-set by ``SpecialBits``.
+compile time, is deep-copied for every checker. The protocol's
+bookkeeping (atomic ``update``, EOS kept from the matcher so ``rollback``
+over it is exact, special tokens, the mask's EOS/special bits) is the core's
+``MatcherChecker``; each token is validated before it is consumed, so the
+matcher never enters its sticky error state.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import llguidance
@@ -32,13 +29,10 @@ from constrain_api import (
     Capabilities,
     CompileLimitExceeded,
     CompileStats,
-    TokenMask,
-    TokenRejected,
+    MatcherChecker,
     UnsupportedConstraint,
     Vocabulary,
     allocate_bitmask,
-    rejection_reason,
-    row_view,
 )
 
 from .translate import NAME, grammar_text
@@ -118,16 +112,17 @@ class LLGuidanceBackend(BaseBackend):
 def _engine_error(message: str, limits: dict) -> Exception:
     """The protocol's exception for an error the engine reports: a bound it
     hit (``CompileLimitExceeded``; llguidance builds its lexer automaton
-    lazily, so this can happen at a later step too) or a construct it refused."""
+    lazily, so this can happen at a later step too) or a construct it
+    refused. Only the first line is classified: the rest echoes the grammar."""
     message = message.replace("<non-verbose/>", "").strip()
-    lowered = message.lower()
-    if "too many states" in lowered:
+    first = message.splitlines()[0].lower() if message else ""
+    if "too many states" in first:
         return CompileLimitExceeded("max_lexer_states", limits["max_lexer_states"], None, message)
-    if "too many expressions" in lowered or "fuel" in lowered:
+    if "too many expressions" in first or "fuel" in first:
         return CompileLimitExceeded("step_lexer_fuel", limits["step_lexer_fuel"], None, message)
-    if "grammar size" in lowered or "too large" in lowered:
+    if "grammar size" in first:
         return CompileLimitExceeded("max_grammar_size", limits["max_grammar_size"], None, message)
-    if "too many" in lowered or "limit" in lowered:
+    if "too many" in first or "limit exceeded" in first:
         return CompileLimitExceeded("step_max_items", limits["step_max_items"], None, message)
     return UnsupportedConstraint(NAME, "constraint", f"llguidance: {message}")
 
@@ -197,133 +192,42 @@ class LLGuidanceCompiled(BaseCompiled):
         return LLGuidanceChecker(self, matcher)
 
 
-# What each accepted token was, for rollback: consumed by the matcher, or EOS.
-_CONSUMED, _EOS = 0, 1
+class LLGuidanceChecker(MatcherChecker):
+    """One sequence: an ``LLMatcher``; the bookkeeping is ``MatcherChecker``'s."""
 
+    def matcher_accept(self, token_id: int) -> bool:
+        # validate first: consume_token on a refused token is a sticky error
+        if self.matcher.validate_tokens([token_id]) != 1:
+            return False
+        if not self.matcher.consume_token(token_id):  # a bound hit while lexing
+            raise _engine_error(self.matcher.get_error(), self.compiled.limits)
+        return True
 
-class LLGuidanceChecker:
-    """One sequence: an ``LLMatcher`` plus the adapter's history."""
+    def matcher_allows(self, token_id: int) -> bool:
+        return self.matcher.validate_tokens([token_id]) == 1
 
-    def __init__(self, compiled: LLGuidanceCompiled, matcher: Any):
-        self.compiled = compiled
-        self.vocab = compiled.vocab
-        self._matcher = matcher
-        self._special_bits = compiled.special_bits
-        self._history: list[int] = []
+    def matcher_rollback(self, n: int) -> None:
+        if not self.matcher.rollback(n):
+            raise RuntimeError(f"llguidance could not roll back: {self.matcher.get_error()}")
 
-    @property
-    def _terminated(self) -> bool:
-        return bool(self._history) and self._history[-1] == _EOS
-
-    def init(self) -> None:
-        """Back to the start, history cleared."""
-        self._matcher.reset()
-        self._history.clear()
-
-    def _consume(self, token_id: int) -> int | None:
-        """Take one token; the history entry, or ``None`` when not allowed."""
-        if self._terminated or not 0 <= token_id < self.vocab.size:
-            return None
-        if token_id in self.vocab.eos_ids:
-            return _EOS if self._matcher.is_accepting() else None
-        if token_id in self.vocab.special_ids:
-            return None
-        if self._matcher.validate_tokens([token_id]) != 1:
-            return None
-        if not self._matcher.consume_token(token_id):  # a bound hit while lexing
-            raise _engine_error(self._matcher.get_error(), self.compiled.limits)
-        return _CONSUMED
-
-    def update(self, token_ids: Sequence[int]) -> None:
-        """Accept ``token_ids`` atomically; ``TokenRejected`` leaves the state unchanged."""
-        if isinstance(token_ids, int | np.integer):
-            raise TypeError("update takes a sequence of token ids; wrap one id in a list")
-        for index, token_id in enumerate(map(int, token_ids)):
-            entry = self._consume(token_id)
-            if entry is None:
-                self.rollback(index)  # what this call took
-                raise TokenRejected(token_id, index, rejection_reason(self.vocab, token_id))
-            self._history.append(entry)
-
-    def fill_mask(self, bitmask: Any, row: int = 0) -> None:
-        """The engine's mask, written straight into ``bitmask[row]``, then
-        EOS/special/empty-token bits set as the protocol says."""
-        view = row_view(bitmask, row)
-        if self._terminated:
-            view[:] = 0
-            return
-        if not view.flags["C_CONTIGUOUS"]:
+    def matcher_fill(self, row: np.ndarray) -> None:
+        if not row.flags["C_CONTIGUOUS"]:
             raise TypeError("fill_mask needs a C-contiguous bitmask row")
-        self._matcher.unsafe_compute_mask_ptr(view.ctypes.data, view.nbytes)
-        if self._matcher.is_error():  # a bound hit while building the automaton lazily
-            raise _engine_error(self._matcher.get_error(), self.compiled.limits)
-        self._special_bits.finish_row(view, self._matcher.is_accepting())
+        self.matcher.unsafe_compute_mask_ptr(row.ctypes.data, row.nbytes)
+        if self.matcher.is_error():  # a bound hit while building the automaton lazily
+            raise _engine_error(self.matcher.get_error(), self.compiled.limits)
 
-    def mask(self) -> TokenMask:
-        """The allowed next tokens as a new ``TokenMask``."""
-        words = allocate_bitmask(1, self.vocab.size)[0]
-        self.fill_mask(words)
-        return TokenMask(words, self.vocab.size)
+    def matcher_accepting(self) -> bool:
+        return self.matcher.is_accepting()
 
-    def accepts(self, token_id: int) -> bool:
-        """Whether ``token_id`` is allowed next; no state change."""
-        token_id = int(token_id)
-        if self._terminated or not 0 <= token_id < self.vocab.size:
-            return False
-        if token_id in self.vocab.eos_ids:
-            return self._matcher.is_accepting()
-        if token_id in self.vocab.special_ids:
-            return False
-        return self._matcher.validate_tokens([token_id]) == 1
+    def matcher_fork(self) -> Any:
+        return self.matcher.deep_copy()
 
-    def validate(self, token_ids: Sequence[int]) -> int:
-        """How many leading tokens would be accepted in a row; no state change."""
-        count = 0
-        try:
-            for token_id in token_ids:
-                entry = self._consume(int(token_id))
-                if entry is None:
-                    break
-                self._history.append(entry)
-                count += 1
-        finally:
-            self.rollback(count)
-        return count
-
-    def is_accepting(self) -> bool:
-        """Whether EOS is allowed now."""
-        return not self._terminated and self._matcher.is_accepting()
+    def matcher_reset(self) -> None:
+        self.matcher.reset()
 
     def is_finished(self) -> bool:
-        """Whether only EOS may follow, or EOS was accepted."""
-        if self._terminated:
+        """Whether only EOS may follow: the engine's stop flag, else a scratch mask."""
+        if not self.terminated and self.matcher.is_stopped():
             return True
-        if self._matcher.is_stopped():
-            return True
-        scratch = allocate_bitmask(1, self.vocab.size)[0]
-        self.fill_mask(scratch)
-        self._special_bits.finish_row(scratch, accepting=False)
-        return not scratch.any()
-
-    @property
-    def rollback_depth(self) -> int:
-        """How many tokens ``rollback`` can undo now."""
-        return len(self._history)
-
-    def rollback(self, n: int) -> None:
-        """Undo the last ``n`` accepted tokens."""
-        if not 0 <= n <= len(self._history):
-            raise ValueError(f"cannot roll back {n} tokens; {len(self._history)} can be undone")
-        if n == 0:
-            return
-        undone = self._history[-n:]
-        del self._history[-n:]
-        consumed = undone.count(_CONSUMED)
-        if consumed and not self._matcher.rollback(consumed):
-            raise RuntimeError(f"llguidance could not roll back: {self._matcher.get_error()}")
-
-    def fork(self) -> LLGuidanceChecker:
-        """An independent checker in the same state."""
-        twin = LLGuidanceChecker(self.compiled, self._matcher.deep_copy())
-        twin._history = self._history.copy()
-        return twin
+        return super().is_finished()

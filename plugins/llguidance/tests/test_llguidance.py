@@ -4,7 +4,6 @@ fails and the README must be updated)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from constrain_conformance import checks, corpus, paths
 from constrain_llguidance.translate import grammar_text
@@ -142,51 +141,6 @@ def test_grammar_lowered_schemas_meet_the_greedy_lexer(naive, vocab):
     assert not result.extra and result.missing, result.describe(vocab)
 
 
-def test_update_is_atomic_and_rollback_crosses_eos(llg, vocab):
-    compiled = llg.compile(ca.Regex("ab|abc"), vocab)
-    checker = compiled.checker()
-    a, b, c, x = (_token(vocab, s) for s in (b"a", b"b", b"c", b"x"))
-    before = checker.mask().words.copy()
-    with pytest.raises(ca.TokenRejected) as rejected:
-        checker.update([a, b, x])
-    assert rejected.value.index == 2
-    assert np.array_equal(checker.mask().words, before) and checker.rollback_depth == 0
-    checker.update([a, b, vocab.eos_id])
-    assert checker.is_finished() and not checker.is_accepting() and not checker.mask().count()
-    checker.rollback(1)
-    assert checker.is_accepting() and checker.accepts(c)
-    assert checker.validate([c, vocab.eos_id, a]) == 2 and checker.accepts(c)
-    twin = checker.fork()
-    twin.update([c])
-    assert twin.is_finished() and not checker.is_finished()
-    checker.init()
-    assert checker.rollback_depth == 0 and checker.accepts(a)
-
-
-def test_special_tokens_and_several_eos(llg):
-    vocab = ca.Vocabulary.from_list(
-        [b"a", b"b", b"<eos>", b"<eot>", b"<pad>"], eos=[2, 3], special=[2, 3, 4]
-    )
-    checker = llg.compile(ca.Regex("ab"), vocab).checker()
-    assert checker.mask().allowed_ids().tolist() == [0]
-    checker.update([0, 1])
-    assert checker.mask().allowed_ids().tolist() == [2, 3] and not checker.accepts(4)
-    checker.update([3])
-    assert checker.is_finished() and not checker.accepts(2)
-    checker.rollback(2)
-    assert checker.mask().allowed_ids().tolist() == [1]
-
-
-def test_fill_mask_writes_a_torch_row(llg, vocab):
-    torch = pytest.importorskip("torch")
-    compiled = llg.compile(ca.Regex("[0-9]+"), vocab)
-    bitmask = ca.allocate_bitmask_tensor(2, vocab.size)
-    bitmask.fill_(-1)
-    compiled.checker().fill_mask(bitmask, 1)
-    assert torch.equal(bitmask[1], torch.from_numpy(compiled.checker().mask().words))
-    assert int(bitmask[0, 0]) == -1
-
-
 def test_errors_and_limits(vocab):
     with pytest.raises(ValueError, match="json_schema"):
         ca.get("llguidance", json_schema="fast")
@@ -209,3 +163,17 @@ def test_lark_translation_renames_symbols_and_escapes_slashes():
     text = grammar_text(grammar, "engine")
     assert "no_forcing" in text and "start:" in text
     assert "_item" not in text and "a\\/b" in text
+
+
+def test_engine_errors_are_classified_on_their_first_line():
+    """The grammar llguidance echoes after its message may say anything."""
+    from constrain_llguidance.backend import _engine_error
+
+    limits = {"max_lexer_states": 3, "step_lexer_fuel": 1, "max_grammar_size": 1}
+    echo = '\n   2 | start: %json {"description": "too many states, limit exceeded"}'
+    refused = _engine_error(
+        'failed to compile JSON schema: Unimplemented keys: ["x"]' + echo, limits
+    )
+    assert isinstance(refused, ca.UnsupportedConstraint)
+    bound = _engine_error("lexer error: too many states: 34 >= 3" + echo, limits)
+    assert isinstance(bound, ca.CompileLimitExceeded) and bound.limit == "max_lexer_states"

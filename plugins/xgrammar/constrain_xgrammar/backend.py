@@ -1,0 +1,177 @@
+"""Backend ``xgrammar``: the Checker protocol on XGrammar's ``GrammarMatcher``.
+
+XGrammar (MLC; the default structured-output engine of vLLM and SGLang)
+compiles a grammar into a character-level pushdown automaton and, at
+compile time, splits the vocabulary per automaton position into tokens it
+can decide without the stack (context-independent, cached) and the few it
+must check against the stack at run time (context-dependent). The adapter
+follows its ``GrammarCompiler``/``GrammarMatcher`` split: one compiler (and
+``TokenizerInfo``) per vocabulary, one ``CompiledGrammar`` per constraint,
+one matcher per checker.
+
+The protocol's bookkeeping (EOS allowed iff the matcher ``is_completed()``
+and kept from it, atomic ``update``, special tokens, the mask's EOS/special
+bits) is the core's ``MatcherChecker``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import xgrammar as xgr
+
+from constrain_api import (
+    BaseBackend,
+    BaseCompiled,
+    Capabilities,
+    CompileStats,
+    MatcherChecker,
+    UnsupportedConstraint,
+    Vocabulary,
+    lower_grammar,
+    lower_json_schema,
+)
+from constrain_api.automata import regular_node
+
+from .ebnf import NAME, grammar_ebnf, node_ebnf
+
+KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
+JSON_MODES = ("engine", "lowering")
+
+
+class XGrammarBackend(BaseBackend):
+    """XGrammar behind the protocol.
+
+    Options (constructor): ``json_schema`` — ``"lowering"`` (default: the
+    core's lowering, compiled as EBNF; exact) or ``"engine"`` (XGrammar's own
+    JSON-schema converter, with the spec's whitespace and
+    ``additional_properties`` policies as its options; its language allows
+    some documents the schema's language does not — invalid JSON among them —
+    so it is opt-in, see the README); ``max_threads`` for XGrammar's compiler.
+    """
+
+    name = NAME
+
+    def __init__(self, json_schema: str = "lowering", max_threads: int = 1):
+        if json_schema not in JSON_MODES:
+            raise ValueError(f"json_schema must be one of {JSON_MODES}, got {json_schema!r}")
+        self.json_schema = json_schema
+        self.max_threads = max_threads
+        exact = {"regex", "choice", "grammar"}
+        if json_schema == "lowering":
+            exact.add("json_schema")
+        self.capabilities = Capabilities(
+            kinds=KINDS,
+            exact=frozenset(exact),
+            notes=(
+                "json_schema='engine' (opt-in) is XGrammar's JSON language: it allows "
+                "documents the schema's language forbids (plugins/xgrammar/README.md)"
+            ),
+        )
+        self._compilers: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def build(self, spec, vocab: Vocabulary, **options: Any) -> BaseCompiled:
+        """Translate ``spec`` and compile it with the vocabulary's compiler."""
+        if options:
+            raise TypeError(f"unknown compile options for xgrammar: {sorted(options)}")
+        start = time.perf_counter()
+        compiler = self._compiler(vocab)
+        try:
+            if spec.kind == "json_schema" and self.json_schema == "engine":
+                grammar = _engine_json(compiler, spec)
+            else:
+                grammar = compiler.compile_grammar(_ebnf(spec))
+        except RuntimeError as e:  # XGrammar's parser and converters report this way
+            raise UnsupportedConstraint(NAME, spec.kind, f"xgrammar: {e}") from None
+        stats = CompileStats(
+            time.perf_counter() - start,
+            bytes=grammar.memory_size_bytes,
+            extra={"json_schema": self.json_schema},
+        )
+        return XGrammarCompiled(spec, vocab, stats, grammar)
+
+    def _compiler(self, vocab: Vocabulary) -> Any:
+        with self._lock:
+            compiler = self._compilers.get(vocab.fingerprint)
+            if compiler is None:
+                info = xgr.TokenizerInfo(
+                    _encoded_vocabulary(vocab),
+                    xgr.VocabType.RAW,
+                    vocab_size=vocab.size,
+                    stop_token_ids=sorted(vocab.eos_ids) or None,
+                )
+                compiler = xgr.GrammarCompiler(info, max_threads=self.max_threads)
+                self._compilers[vocab.fingerprint] = compiler
+            return compiler
+
+
+def _encoded_vocabulary(vocab: Vocabulary) -> list[bytes]:
+    """Exact token bytes; special tokens as empty strings, which XGrammar
+    treats as special (never matched by the grammar)."""
+    return [b"" if vocab.is_special(i) else vocab.token_bytes(i) for i in range(vocab.size)]
+
+
+def _ebnf(spec) -> str:
+    """EBNF for a regex, choice, grammar or (lowered) JSON schema."""
+    if spec.kind == "json_schema":
+        spec = lower_json_schema(spec)
+    if spec.kind == "grammar":
+        return grammar_ebnf(lower_grammar(spec, backend=NAME))
+    return f"root ::= {node_ebnf(regular_node(spec, backend=NAME))}\n"
+
+
+def _engine_json(compiler: Any, spec) -> Any:
+    """XGrammar's JSON-schema converter with the spec's policies."""
+    if not spec.format_assertion:
+        raise UnsupportedConstraint(
+            NAME,
+            "format_assertion=False",
+            "XGrammar's converter asserts the formats it knows; use json_schema='lowering'",
+        )
+    flexible = spec.whitespace == "flexible"
+    return compiler.compile_json_schema(
+        spec.schema_json,
+        any_whitespace=flexible,
+        max_whitespace_cnt=spec.max_whitespace if flexible else None,
+        separators=(",", ":"),
+        # strict mode forbids members and items the schema does not list
+        strict_mode=not spec.additional_properties,
+    )
+
+
+class XGrammarCompiled(BaseCompiled):
+    """A ``CompiledGrammar``: immutable, shared by every checker's matcher."""
+
+    def __init__(self, spec, vocab, stats, grammar: Any):
+        super().__init__(spec, vocab, stats)
+        self.grammar = grammar
+
+    def checker(self) -> XGrammarChecker:
+        """A checker at the start."""
+        return XGrammarChecker(self, xgr.GrammarMatcher(self.grammar))
+
+
+class XGrammarChecker(MatcherChecker):
+    """One sequence: a ``GrammarMatcher``; the bookkeeping is ``MatcherChecker``'s."""
+
+    def matcher_accept(self, token_id: int) -> bool:
+        return self.matcher.accept_token(token_id)  # refused: matcher unchanged
+
+    def matcher_rollback(self, n: int) -> None:
+        self.matcher.rollback(n)
+
+    def matcher_fill(self, row: np.ndarray) -> None:
+        self.matcher.fill_next_token_bitmask(row.reshape(1, -1), 0)
+
+    def matcher_accepting(self) -> bool:
+        return self.matcher.is_completed()
+
+    def matcher_fork(self) -> Any:
+        return self.matcher.fork()
+
+    def matcher_reset(self) -> None:
+        self.matcher.reset()

@@ -1,0 +1,91 @@
+"""Constraints → XGrammar's EBNF (its native grammar format).
+
+XGrammar matches characters with a pushdown automaton (an Earley parser
+over character-level rules): it has no lexer, so a grammar's terminals are
+plain rules and any tokenization of the text is followed.
+
+* ``Regex``, ``Choice`` and regular JSON schemas: the core's regex AST
+  (``regular_node``) printed as EBNF (``node_ebnf``) — no second regex
+  dialect is involved, so the language is the core's by construction.
+* ``Grammar``: the core's ``GrammarIR`` as EBNF rules (``grammar_ebnf``),
+  every terminal a rule printed from its AST (a shortest-match terminal from
+  its shortest-match automaton), and the ``%ignore``d terminals written out:
+  a run of them at the start and after every terminal.
+"""
+
+from __future__ import annotations
+
+from constrain_api import GrammarIR, UnsupportedConstraint
+from constrain_api.automata import (
+    Alt,
+    CharSet,
+    Empty,
+    Literal,
+    Node,
+    Repeat,
+    Seq,
+    dfa_to_node,
+    parse_regex,
+)
+
+NAME = "xgrammar"
+#: The empty language: a class of every character, negated.
+NOTHING = "[^\\U00000000-\\U0010FFFF]"
+
+
+def node_ebnf(node: Node) -> str:
+    """An EBNF expression with exactly the language of ``node``."""
+    if isinstance(node, Empty):
+        return '""'
+    if isinstance(node, Literal):
+        return '"' + "".join(_char(c) for c in node.text) + '"'
+    if isinstance(node, CharSet):
+        if not node.ranges:
+            return NOTHING
+        return "[" + "".join(_range(lo, hi) for lo, hi in node.ranges) + "]"
+    if isinstance(node, Seq):
+        return "(" + " ".join(node_ebnf(p) for p in node.parts) + ")" if node.parts else '""'
+    if isinstance(node, Alt):
+        return "(" + " | ".join(node_ebnf(o) for o in node.options) + ")"
+    if isinstance(node, Repeat):
+        return f"({node_ebnf(node.node)}){_quantifier(node.min, node.max)}"
+    raise UnsupportedConstraint(NAME, "lookaround", "no EBNF spelling for an intersection")
+
+
+def _quantifier(lo: int, hi: int | None) -> str:
+    if (lo, hi) == (0, None):
+        return "*"
+    if (lo, hi) == (1, None):
+        return "+"
+    if (lo, hi) == (0, 1):
+        return "?"
+    return f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
+
+
+def _char(c: str) -> str:
+    """A character in a string literal: alphanumerics raw, the rest escaped."""
+    return c if c.isascii() and c.isalnum() else f"\\U{ord(c):08X}"
+
+
+def _range(lo: int, hi: int) -> str:
+    return f"\\U{lo:08X}" if lo == hi else f"\\U{lo:08X}-\\U{hi:08X}"
+
+
+def grammar_ebnf(ir: GrammarIR) -> str:
+    """``ir`` as EBNF rules with root ``root`` (see the module docstring)."""
+    names = {lhs: f"r{i}" for i, lhs in enumerate(ir.nonterminals)}
+    names.update({t: f"t{i}" for i, t in enumerate(ir.terminals)})
+    skip = " ign" if ir.ignore else ""
+    lines = [f"root ::={skip} {names[ir.start]}"]
+    for lhs in ir.nonterminals:
+        options = []
+        for rule in ir.rules_for(lhs):
+            parts = [names[s] + (skip if ir.is_terminal(s) else "") for s in rule.rhs]
+            options.append(" ".join(parts) if parts else '""')
+        lines.append(f"{names[lhs]} ::= " + " | ".join(options))
+    for name, terminal in ir.terminals.items():
+        node = dfa_to_node(terminal.dfa()) if terminal.shortest else parse_regex(terminal.pattern)
+        lines.append(f"{names[name]} ::= {node_ebnf(node)}")
+    if ir.ignore:
+        lines.append("ign ::= (" + " | ".join(names[n] for n in ir.ignore) + ")*")
+    return "\n".join(lines) + "\n"

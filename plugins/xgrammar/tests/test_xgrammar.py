@@ -1,0 +1,133 @@
+"""The XGrammar adapter against the oracle: exact for regexes, choices,
+grammars and lowered JSON schemas; the engine's own JSON converter's
+differences measured and pinned (if XGrammar changes, a test here fails and
+the README must be updated)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from constrain_conformance import checks, corpus, paths
+from constrain_xgrammar.ebnf import grammar_ebnf, node_ebnf
+
+import constrain_api as ca
+from constrain_api.automata import CharSet, parse_regex
+
+
+@pytest.fixture(scope="module")
+def vocab() -> ca.Vocabulary:
+    return corpus.small_vocabulary()
+
+
+@pytest.fixture(scope="module")
+def xg() -> ca.Backend:
+    return ca.get("xgrammar")
+
+
+@pytest.fixture(scope="module")
+def naive() -> ca.Backend:
+    return ca.get("naive")
+
+
+def _token(vocab: ca.Vocabulary, data: bytes) -> int:
+    return vocab.tokens.index(data)
+
+
+def _walk(checker: ca.Checker, vocab: ca.Vocabulary, text: bytes) -> None:
+    checker.update([_token(vocab, bytes([b])) for b in text])
+
+
+def test_registered_with_honest_capabilities(xg):
+    assert "xgrammar" in {info.name for info in ca.available()}
+    assert xg.capabilities.exact == {"regex", "choice", "grammar", "json_schema"}
+    engine = ca.get("xgrammar", json_schema="engine").capabilities
+    assert engine.exact == {"regex", "choice", "grammar"}
+
+
+CASES = [
+    c for c in corpus.CASES if c.family in ("regex", "choice", "grammar", "json_schema") and c.valid
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_masks_equal_the_oracles_on_the_corpus(xg, vocab, naive, case):
+    """Natural, byte-by-byte and random paths: exactly the oracle's masks
+    (JSON schemas through the core's lowering)."""
+    compiled = xg.compile(case.spec, vocab)
+    oracle = naive.compile(case.spec, vocab)
+    rng = random.Random(0)
+    token_paths = [
+        p
+        for doc in case.valid
+        for p in (paths.natural(vocab, doc), paths.byte_by_byte(vocab, doc))
+        if p
+    ]
+    token_paths += [paths.random_path(oracle, rng, 16) for _ in range(3)]
+    for path in token_paths:
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, f"{case.name}: {result.describe(vocab)}"
+
+
+@pytest.mark.parametrize(
+    "grammar, text",
+    [
+        ("start: A B\nA: /a+/\nB: /a/\n", b"aa"),  # no lexer: "a"+"a" is found
+        ("start: NAME NAME\nNAME: /[a-z]+/\n", b"ab"),
+        (corpus.ARITHMETIC_GRAMMAR, b"1  + 2 "),  # runs of ignored text, trailing too
+    ],
+    ids=["split", "adjacent", "ignore-runs"],
+)
+def test_character_level_parsing_has_no_lexer_gap(xg, vocab, grammar, text):
+    checker = xg.compile(ca.Grammar(grammar), vocab).checker()
+    _walk(checker, vocab, text)
+    assert checker.is_accepting()
+
+
+# (schema, text so far, token, the oracle allows it, the engine allows it)
+ENGINE_JSON = [
+    ({"type": "string", "maxLength": 12}, b'"', b"\x00", False, True),  # raw control char
+    ({"type": "string", "maxLength": 12}, b'"', b"\\", True, False),  # no escapes
+    ({"type": "integer"}, b"8", b".", True, False),  # no 8.0
+    ({"type": "integer", "minimum": 0}, b"", b"-", True, False),  # no -0
+    ({"type": "object", "properties": {"a": {}}}, b'{"a":', b"[1, ", False, True),  # spaces
+]
+
+
+@pytest.mark.parametrize(
+    "schema, text, token, oracle_allows, engine_allows",
+    ENGINE_JSON,
+    ids=["maxlength-control", "maxlength-escape", "integer-8.0", "minus-0", "any-whitespace"],
+)
+def test_the_json_engine_differences_are_measured(
+    naive, vocab, schema, text, token, oracle_allows, engine_allows
+):
+    spec = ca.JsonSchema(schema)
+    engine = ca.get("xgrammar", json_schema="engine").compile(spec, vocab).checker()
+    lowering = ca.get("xgrammar").compile(spec, vocab).checker()
+    oracle = naive.compile(spec, vocab).checker()
+    for checker in (engine, lowering, oracle):
+        _walk(checker, vocab, text)
+    t = _token(vocab, token)
+    assert oracle.accepts(t) == lowering.accepts(t) == oracle_allows
+    assert engine.accepts(t) == engine_allows
+
+
+def test_errors(vocab):
+    with pytest.raises(ValueError, match="json_schema"):
+        ca.get("xgrammar", json_schema="fast")
+    with pytest.raises(ca.UnsupportedConstraint, match="format_assertion"):
+        engine = ca.get("xgrammar", json_schema="engine")
+        engine.compile(ca.JsonSchema({}, format_assertion=False), vocab)
+    with pytest.raises(ca.UnsupportedConstraint):
+        ca.get("xgrammar").compile(ca.Regex(r"(a)\1"), vocab)
+    with pytest.raises(TypeError, match="unknown compile options"):
+        ca.get("xgrammar").compile(ca.Regex("a"), vocab, fast=True)
+
+
+def test_ebnf_printing():
+    assert node_ebnf(parse_regex("a[0-9]?")) == '("a" ([\\U00000030-\\U00000039])?)'
+    assert node_ebnf(CharSet(())) == "[^\\U00000000-\\U0010FFFF]"
+    ir = ca.lower_grammar(ca.Grammar('start: "x" NAME\nNAME: /[a-z]+/\n%ignore " "\n'))
+    text = grammar_ebnf(ir)
+    assert text.startswith("root ::= ign ") and "ign ::= (" in text
