@@ -129,8 +129,9 @@ def _engine_error(message: str, limits: dict) -> Exception:
 
 class _WrappedVocabulary:
     """What ``llguidance.TokenizerWrapper`` reads: token bytes (special tokens
-    as ``0xFF`` + name, llguidance's marking), EOS, and an encoder that
-    llguidance only calls to tokenize forced text (never for masks)."""
+    as ``0xFF`` + name, llguidance's marking), EOS, and the vocabulary's own
+    encoder, which llguidance calls only to tokenize forced text — turned off
+    by ``no_forcing`` — so it never decides a mask."""
 
     def __init__(self, vocab: Vocabulary):
         self.eos_token_id = vocab.eos_id if vocab.eos_ids else None
@@ -141,25 +142,11 @@ class _WrappedVocabulary:
             for i in range(vocab.size)
         ]
         self._vocab = vocab
-        self._longest = max(map(len, self.tokens), default=1)
-        specials = vocab.special_ids
-        self._by_bytes = {t: i for i, t in enumerate(self.tokens) if i not in specials}
 
     def __call__(self, text: str | bytes) -> list[int]:
-        data = text.encode() if isinstance(text, str) else bytes(text)
-        if self._vocab.has_encoder and isinstance(text, str):
-            return self._vocab.encode(text, check=False)
-        out, i = [], 0
-        while i < len(data):  # greedy longest match; bytes no token covers are skipped
-            for j in range(min(len(data), i + self._longest), i, -1):
-                token = self._by_bytes.get(data[i:j])
-                if token is not None:
-                    out.append(token)
-                    i = j
-                    break
-            else:
-                i += 1
-        return out
+        if not self._vocab.has_encoder:
+            raise RuntimeError(f"vocabulary {self._vocab.name!r} has no encoder")
+        return self._vocab.encode(text if isinstance(text, str) else text.decode(), check=False)
 
 
 def _tokenizer_for(vocab: Vocabulary) -> Any:
