@@ -3,7 +3,9 @@ small vocabularies), ``nox -s lint`` (ruff), ``nox -s conformance`` (the
 conformance suite on the real vocabularies too, writing docs/conformance.md),
 ``nox -s jsonschema`` (the JSON Schema lowering over the whole JSON Schema
 Test Suite and all of MaskBench, writing docs/jsonschema.md), ``nox -s bench``
-(the side-by-side throughput report, docs/bench/REPORT.md)."""
+(the side-by-side throughput report, docs/bench/REPORT.md), ``nox -s docs``
+(the documentation site with the API reference, strict: a broken link or
+cross-reference fails it)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ def _install_project(session: nox.Session) -> None:
     # A real distribution with an entry point, so registry tests discover it
     # the way users' plugins are discovered.
     session.install("./tests/plugin_dist")
+    # The example third-party package of docs/plugins.md: its tests certify it.
+    session.install("-e", "docs/examples/constrain-choicetrie")
 
 
 @nox.session
@@ -59,9 +63,25 @@ def conformance(session: nox.Session) -> None:
         *[f"--conformance-vocab={v}" for v in vocabularies],
         "--conformance-report=docs/conformance.md",
         "--conformance-maskbench=10",
+        # a mask costs up to 0.3 s on a 128k vocabulary for some engines
+        # (xgrammar's counted repetitions): bound the walk, not the documents
+        "--conformance-max-steps=64",
         "-q",
         *session.posargs,
     )
+
+
+# Pinned: the site's strictness (links, cross-references) depends on their checks.
+DOCS = ["mkdocs==1.6.1", "mkdocstrings==1.0.8", "mkdocstrings-python==2.0.11"]
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (build/site): the guides, the plugins' READMEs,
+    the reports and the API reference from the docstrings; warnings are errors."""
+    session.install(*DOCS)
+    session.run("python", "docs/site.py", "build/site-src")
+    session.run("mkdocs", "build", "--strict")
 
 
 @nox.session

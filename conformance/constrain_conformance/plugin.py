@@ -63,6 +63,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--conformance-timeout", type=float, default=120.0, help="seconds per case (default 120)"
     )
+    group.addoption(
+        "--conformance-max-steps",
+        type=int,
+        default=0,
+        help="compare masks over at most this many tokens of each path (default 0: the "
+        "whole path); bounds the run on large vocabularies, where one mask may cost 0.1 s",
+    )
 
 
 @dataclass(frozen=True)
@@ -176,4 +183,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         config = session.config
         vocabularies = config.getoption("--conformance-vocab") or ["small"]
-        write_matrix(path, results, vocabularies, config.getoption("--conformance-maskbench"))
+        write_matrix(
+            path,
+            results,
+            vocabularies,
+            config.getoption("--conformance-maskbench"),
+            config.getoption("--conformance-max-steps"),
+        )

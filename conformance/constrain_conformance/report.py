@@ -28,9 +28,12 @@ def _share(row) -> str:
     return f"{row.reproduced}/{row.targets} ({row.reproduced / row.targets:.0%})"
 
 
-def write_matrix(path: str, results: dict, vocabularies: list[str], schemas: int = 0) -> None:
+def write_matrix(
+    path: str, results: dict, vocabularies: list[str], schemas: int = 0, max_steps: int = 0
+) -> None:
     """Write backend × family outcomes to ``path`` (Markdown); ``schemas``: the
-    ``--conformance-maskbench`` count the corpus ran with."""
+    ``--conformance-maskbench`` count the corpus ran with; ``max_steps``: the
+    ``--conformance-max-steps`` bound on mask comparisons (0: none)."""
     backends = sorted({backend for backend, _ in results})
     lines = [
         "# Conformance matrix",
@@ -38,7 +41,14 @@ def write_matrix(path: str, results: dict, vocabularies: list[str], schemas: int
         f"Produced by `nox -s conformance` on {datetime.date.today().isoformat()}; "
         f"vocabularies: {', '.join(vocabularies)}; corpus: the built-in cases"
         + (f" and up to {schemas} MaskBench and {schemas} Test Suite schemas" if schemas else "")
-        + ". Each cell counts the checks that ran "
+        + "."
+        + (
+            f" Masks are compared over the first {max_steps} tokens of each path "
+            "(acceptance and rejection walk whole documents)."
+            if max_steps
+            else ""
+        )
+        + " Each cell counts the checks that ran "
         "(mask exactness per path kind, acceptance/rejection, state operations, "
         "concurrency); P and R are the worst precision and recall against the oracle "
         "(shown when below 1).",

@@ -19,14 +19,18 @@ class Tampered:
 
     def __init__(self, inner, defect: str, vocab: ca.Vocabulary):
         self.inner, self.defect, self.vocab = inner, defect, vocab
+        self.masks_filled = 0
 
     def fill_mask(self, bitmask, row: int = 0) -> None:
         if self.defect == "hangs":
             time.sleep(30)
         self.inner.fill_mask(bitmask, row)
+        self.masks_filled += 1
         words = ca.row_view(bitmask, row)
         allowed = ca.TokenMask(words, self.vocab.size)
-        if self.defect == "allows-forbidden" and allowed.count():
+        # "allows-forbidden-late": correct for its first 8 masks, then like "allows-forbidden"
+        late = self.defect == "allows-forbidden-late" and self.masks_filled > 8
+        if (self.defect == "allows-forbidden" or late) and allowed.count():
             forbidden = np.setdiff1d(self.vocab.normal_ids(), allowed.allowed_ids())
             if forbidden.size:  # one extra token, whenever anything is allowed
                 t = int(forbidden[0])
@@ -180,3 +184,33 @@ def test_a_failure_the_check_did_not_record_is_in_the_matrix(pytester, tmp_path)
     text = report.read_text()
     assert "| `broken-hangs` |" in text and "**FAIL**" in text
     assert "TimeoutError" in text
+
+
+def test_max_steps_bounds_the_mask_comparison_and_the_matrix_says_so(pytester, tmp_path):
+    """``--conformance-max-steps`` compares only the first tokens of each path:
+    a defect past the bound goes unseen there (and the matrix says the bound),
+    while the unbounded run catches it."""
+    unregister = ca.register(broken_backend("allows-forbidden-late"))
+    outcomes, texts = [], []
+    try:
+        for bound in ("0", "4"):
+            report = tmp_path / f"matrix-{bound}.md"
+            result = pytester.runpytest_inprocess(
+                "--pyargs",
+                "constrain_conformance.suite",
+                "--backend",
+                "broken-allows-forbidden-late",
+                "-k",
+                "test_masks_match_the_oracle and date-time and bytes",
+                f"--conformance-max-steps={bound}",
+                f"--conformance-report={report}",
+                "-p",
+                "no:cacheprovider",
+            )
+            outcomes.append(result.parseoutcomes())
+            texts.append(report.read_text())
+    finally:
+        unregister()
+    assert outcomes[0].get("failed", 0) >= 1, outcomes[0]
+    assert outcomes[1].get("failed", 0) == 0 and outcomes[1].get("passed", 0) >= 1, outcomes[1]
+    assert "first 4 tokens" in texts[1] and "first" not in texts[0].split("|")[0]
