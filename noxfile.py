@@ -19,7 +19,14 @@ nox.options.reuse_existing_virtualenvs = True
 TORCH = "torch==2.13.0"
 EXTRAS = ".[tokenizers,transformers,test]"
 # The built-in backends: each its own distribution, found through its entry point.
-PLUGINS = ["plugins/naive", "plugins/fsm", "plugins/fst", "plugins/llguidance", "plugins/xgrammar"]
+PLUGINS = [
+    "plugins/naive",
+    "plugins/fsm",
+    "plugins/fst",
+    "plugins/domino",
+    "plugins/llguidance",
+    "plugins/xgrammar",
+]
 
 
 def _install_project(session: nox.Session) -> None:

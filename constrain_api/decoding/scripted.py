@@ -5,13 +5,16 @@ invasive lets a model that "wants" the natural tokenization of a valid
 document produce exactly that tokenization. After the prompt, a row's logits
 are noise plus ``strength`` on the target's next token while the output so
 far equals the target's prefix, on EOS once the whole target is out, and on
-nothing once the output has left the target.
+nothing once the output has left the target. "The output so far" is read
+from the attention mask at every call, so cache slots the loop masks out
+later (rejected speculative draft tokens) drop out of it, as they do from a
+real model's attention.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from numbers import Integral
 from typing import Any
 
@@ -21,9 +24,8 @@ import torch
 @dataclass
 class _RowState:
     target: int  # index into ScriptedLM.targets
-    prompt_done: bool = False
-    generated: int = 0  # attended tokens after the prompt
-    on_target: bool = True  # they are a prefix of the target
+    prompt: int = -1  # cache slots of the prompt (-1: not fed yet)
+    fed: list[int] = field(default_factory=list)  # the token in every cache slot
 
 
 class ScriptedLM:
@@ -33,7 +35,9 @@ class ScriptedLM:
     ``B`` rows, row ``r`` follows ``targets[r * len(targets) // B]`` (``B``
     must be a multiple of ``len(targets)``: ``n`` rows per prompt, prompt by
     prompt, as the loop lays them out), and the tokens of that first call
-    are the prompt. ``noise``: standard deviation of seeded Gaussian noise.
+    are the prompt, unless ``prompt_length`` says how many slots it has (needed
+    when the loop feeds a speculative draft with the prompt). ``noise``:
+    standard deviation of seeded Gaussian noise.
     """
 
     def __init__(
@@ -45,6 +49,7 @@ class ScriptedLM:
         strength: float = 10.0,
         noise: float = 0.0,
         seed: int = 0,
+        prompt_length: int | None = None,
         device: str | torch.device = "cpu",
     ):
         items = list(targets)
@@ -60,6 +65,7 @@ class ScriptedLM:
         self.eos_id = eos_id
         self.strength = strength
         self.noise = noise
+        self.prompt_length = prompt_length
         self.device = torch.device(device)
         self._generator = torch.Generator(device=self.device).manual_seed(seed)
 
@@ -77,34 +83,45 @@ class ScriptedLM:
                 raise ValueError(f"{rows} rows cannot be split among {len(self.targets)} targets")
             cache = [_RowState(r * len(self.targets) // rows) for r in range(rows)]
         ids = input_ids.tolist()
-        attended = attention_mask[:, -steps:].tolist()
+        mask = attention_mask.tolist()  # one column per cache slot, this call's last
         logits = torch.zeros(rows, steps, self.width, device=self.device)
         if self.noise:
             logits.normal_(0.0, self.noise, generator=self._generator)
         hits: tuple[list[int], list[int], list[int]] = ([], [], [])
         for b, state in enumerate(cache):
             target = self.targets[state.target]
-            for t in range(steps):
-                if attended[b][t] and state.prompt_done:
-                    n = state.generated
-                    state.on_target = state.on_target and n < len(target) and ids[b][t] == target[n]
-                    state.generated = n + 1
-                favoured = self._favoured(state)
-                if favoured is not None:
+            first_new = len(state.fed)
+            state.fed.extend(ids[b])
+            if state.prompt < 0:  # the first call's tokens are the prompt, unless told
+                state.prompt = len(state.fed) if self.prompt_length is None else self.prompt_length
+            if state.prompt >= len(state.fed):
+                favoured = [self._favoured(target, [])] * steps
+            else:
+                # the output so far: the attended slots after the prompt (slots
+                # masked out later, such as rejected draft tokens, drop out)
+                attended = mask[b][-len(state.fed) :]
+                out = [state.fed[i] for i in range(state.prompt, first_new) if attended[i]]
+                favoured = []
+                for i in range(first_new, len(state.fed)):
+                    if attended[i] and i >= state.prompt:
+                        out.append(state.fed[i])
+                    favoured.append(self._favoured(target, out))
+            for t, token in enumerate(favoured):
+                if token is not None:
                     hits[0].append(b)
                     hits[1].append(t)
-                    hits[2].append(favoured)
-            state.prompt_done = True
+                    hits[2].append(token)
         if hits[0]:
             logits[hits] += self.strength  # one (row, position) at most once
         return logits, cache
 
-    def _favoured(self, state: _RowState) -> int | None:
-        if not state.on_target:
+    def _favoured(self, target: tuple[int, ...], out: list[int]) -> int | None:
+        """The target's next token while ``out`` is its prefix, then EOS; else nothing."""
+        n = len(out)
+        if n > len(target) or tuple(out) != target[:n]:
             return None
-        target = self.targets[state.target]
-        return target[state.generated] if state.generated < len(target) else self.eos_id
+        return target[n] if n < len(target) else self.eos_id
 
     def select_rows(self, cache: list[_RowState], rows: torch.Tensor) -> list[_RowState]:
         """States of ``rows`` (copies, so repeated rows evolve independently)."""
-        return [replace(cache[r]) for r in rows.tolist()]
+        return [replace(cache[r], fed=list(cache[r].fed)) for r in rows.tolist()]

@@ -186,6 +186,34 @@ def test_scripted_lm_ignores_padding_slots_and_reads_chunks():
     assert logits[0, 2].argmax() == 5  # after 3, 4: the 7 was padding
 
 
+def test_scripted_lm_forgets_slots_masked_out_later():
+    """A rejected speculative draft token stays in the cache, masked out by the
+    loop from then on: the model's output so far no longer holds it."""
+    lm = ScriptedLM([3, 4, 5], width=10, eos_id=9)
+    _, cache = _prompt(lm)
+    # pending 3 with a wrong draft token 7: after 3 it wants 4, after 7 nothing
+    logits, cache = lm.forward(
+        torch.tensor([[3, 7]]), torch.tensor([[1, 1, 1, 1]]), torch.tensor([[2, 3]]), cache
+    )
+    assert logits[0, 0].argmax() == 4 and torch.all(logits[0, 1] == 0)
+    # the loop rejects 7 (its slot masked out) and feeds 4 instead
+    logits, cache = lm.forward(
+        torch.tensor([[4]]), torch.tensor([[1, 1, 1, 0, 1]]), torch.tensor([[3]]), cache
+    )
+    assert logits[0, 0].argmax() == 5
+
+
+def test_scripted_lm_prompt_length_separates_a_draft_fed_with_the_prompt():
+    lm = ScriptedLM([3, 4, 5], width=10, eos_id=9, prompt_length=2)
+    logits, _ = lm.forward(
+        torch.tensor([[1, 1, 3, 4]]),
+        torch.ones(1, 4, dtype=torch.long),
+        torch.arange(4)[None],
+        None,
+    )
+    assert logits[0].argmax(-1).tolist() == [3, 3, 4, 5]
+
+
 def test_scripted_lm_rows_follow_targets_prompt_by_prompt():
     lm = ScriptedLM([[3], [4]], width=10, eos_id=9)
     logits, cache = _prompt(lm, rows=4)

@@ -1,0 +1,341 @@
+"""Backend ``domino``: subterminal trees pruned by the parser (Beurer-Kellner
+et al., "Guiding LLMs The Right Way", 2024).
+
+Compile: the constraint becomes a ``ScannerGrammar`` (a grammar through the
+core's Lark loader, a regex/choice as a one-terminal grammar, a JSON schema
+through the core's lowering), and lark builds its LALR(1) tables. Subterminal
+trees are built per scanner position the first time a sequence reaches it
+(``precompute()`` builds them all, as the paper does offline).
+
+Decode: a checker's state is the set of *configurations* the text so far
+allows, each ``(parser stack, scanner position)``: several when the text
+splits into terminals in several ways (``if`` as a keyword or as the start
+of a name). The mask is the union, over configurations, of the tokens of the
+position's tree whose paths the parser accepts; it is cached per state, so a
+state met again costs a copy. ``update`` and ``accepts`` run the scanner and
+the parser over the token's bytes directly, never building a mask.
+
+Options: ``k`` — lookahead, the number of completed terminals a token's path
+may hold (``None``: unbounded, exact; a small ``k`` drops the tokens whose
+paths are longer, so its masks are a subset of the oracle's).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from constrain_api import (
+    FEATURE_PROPOSE,
+    BaseBackend,
+    BaseCompiled,
+    ByteDFA,
+    Capabilities,
+    CompileStats,
+    StateChecker,
+    UnsupportedConstraint,
+    Vocabulary,
+    lower_grammar,
+    lower_json_schema,
+)
+
+from .lr import GrammarError, LRTable, Stack
+from .scanner import BOUNDARY, ScannerGrammar
+from .trees import SubterminalTree, TrieLists, build_tree
+
+KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
+#: exact for every k: a regular constraint is one terminal, which no token can span
+REGULAR = frozenset({"regex", "choice"})
+
+_UNKNOWN = object()
+
+Config = tuple[Stack, int, int]  # (parser stack, terminal or -1 at the boundary, dfa state)
+State = frozenset  # of Config
+
+
+class DominoBackend(BaseBackend):
+    """``domino``: exact with ``k=None`` (the default); ``k=0, 1, ...`` bound the lookahead."""
+
+    name = "domino"
+
+    def __init__(self, k: int | None = None, max_states: int = 100_000, mask_cache: int = 4096):
+        if k is not None and (not isinstance(k, int) or k < 0):
+            raise ValueError(f"k must be None or an integer >= 0, not {k!r}")
+        self.k = k
+        self.max_states = max_states
+        self.mask_cache = mask_cache
+        exact = KINDS if k is None else REGULAR
+        self.capabilities = Capabilities(
+            kinds=KINDS,
+            exact=exact,
+            features={FEATURE_PROPOSE},
+            notes="exact (k=None)"
+            if k is None
+            else f"lookahead k={k}: tokens completing more than {k} terminals are dropped",
+        )
+        self._tries: dict[str, TrieLists] = {}
+        self._lock = threading.Lock()
+
+    def _trie(self, vocab: Vocabulary) -> TrieLists:
+        with self._lock:
+            trie = self._tries.get(vocab.fingerprint)
+            if trie is None:
+                trie = self._tries[vocab.fingerprint] = TrieLists(vocab)
+            return trie
+
+    def build(self, spec, vocab: Vocabulary, **options: Any) -> DominoCompiled:
+        """Compile ``spec`` (option ``max_states`` bounds each terminal's automaton)."""
+        max_states = options.pop("max_states", self.max_states)
+        if options:
+            raise TypeError(f"unknown compile options for domino: {sorted(options)}")
+        start = time.perf_counter()
+        try:
+            target = lower_json_schema(spec) if spec.kind == "json_schema" else spec
+            if target.kind == "grammar":
+                ir = lower_grammar(target, backend=self.name)
+                grammar = ScannerGrammar.from_ir(ir, max_states=max_states, backend=self.name)
+            elif target.kind == "regex":
+                grammar = ScannerGrammar.from_dfa(
+                    ByteDFA.from_regex(target.pattern, max_states=max_states)
+                )
+            else:
+                grammar = ScannerGrammar.from_dfa(
+                    ByteDFA.from_strings(o.encode("utf-8") for o in target.options)
+                )
+        except UnsupportedConstraint as e:
+            raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
+        try:
+            lr = LRTable(grammar.rules, set(grammar.names), grammar.start)
+        except GrammarError as e:
+            raise UnsupportedConstraint(
+                self.name, "a grammar that is not LALR(1)", f"lark: {e}".strip()
+            ) from e
+        stats = CompileStats(
+            time.perf_counter() - start,
+            states=sum(d.num_states for d in grammar.dfas),
+            extra={"terminals": len(grammar.names), "lr_states": len(lr.actions)},
+        )
+        return DominoCompiled(
+            spec, vocab, stats, grammar, lr, self._trie(vocab), self.k, self.mask_cache
+        )
+
+
+class DominoCompiled(BaseCompiled):
+    """The scanner grammar, the LR tables, the trees (lazily, per position)
+    and the masks of the states met (an LRU of ``mask_cache`` entries)."""
+
+    def __init__(
+        self,
+        spec,
+        vocab,
+        stats,
+        grammar: ScannerGrammar,
+        lr: LRTable,
+        trie: TrieLists,
+        k,
+        mask_cache: int,
+    ):
+        super().__init__(spec, vocab, stats)
+        self.grammar = grammar
+        self.lr = lr
+        self.k = k
+        self._trie = trie
+        self._trees: dict[tuple[int, int], SubterminalTree] = {}
+        self._masks: OrderedDict[State, np.ndarray] = OrderedDict()
+        self._mask_cache = mask_cache
+        self._lock = threading.Lock()
+        self.start_state: State = frozenset({(lr.start, *BOUNDARY)})
+        # the speculative model: (scanner positions, parser sub-states) -> {token: count}
+        self._counts: dict[frozenset, dict[int, int]] = {}
+        self._steps: dict[tuple[State, int], State | None] = {}
+
+    def checker(self) -> DominoChecker:
+        return DominoChecker(self)
+
+    # -- trees --------------------------------------------------------------------
+    def tree(self, position: tuple[int, int]) -> SubterminalTree:
+        """The subterminal tree of ``position`` (built on first use)."""
+        tree = self._trees.get(position)
+        if tree is None:
+            start = time.perf_counter()
+            tree = build_tree(self.grammar, position, self._trie)
+            tree.seconds = time.perf_counter() - start
+            with self._lock:
+                tree = self._trees.setdefault(position, tree)
+        return tree
+
+    def precompute(self) -> dict[str, float]:
+        """Build every position's tree now (the paper's offline step); returns
+        ``{"positions", "seconds", "tree_nodes", "mask_bytes"}``."""
+        start = time.perf_counter()
+        trees = [self.tree(p) for p in self.grammar.positions]
+        return {
+            "positions": len(trees),
+            "seconds": time.perf_counter() - start,
+            "tree_nodes": sum(t.num_nodes for t in trees),
+            "mask_bytes": sum(t.nbytes for t in trees),
+        }
+
+    # -- scanning with the parser ------------------------------------------------------
+    def advance(self, state: State, data: bytes) -> State | None:
+        """The configurations after ``data``, or ``None`` if there are none."""
+        g, lr = self.grammar, self.lr
+        rows, accept, first, ignore, names = g.rows, g.accept, g.first, g.ignore, g.names
+        for byte in data:
+            out = set()
+            for stack, t, q in state:
+                if t >= 0:
+                    q2 = rows[t][q][byte]
+                    if q2 >= 0:
+                        out.add((stack, t, q2))
+                    if not accept[t][q]:
+                        continue
+                    if t not in ignore:
+                        stack = lr.feed(stack, names[t])
+                        if stack is None:
+                            continue
+                for u, qu in first[byte]:
+                    if u in ignore or lr.feed(stack, names[u]) is not None:
+                        out.add((stack, u, qu))
+            if not out:
+                return None
+            state = frozenset(out)
+        return state
+
+    def step(self, state: State, token_id: int) -> State | None:
+        """:meth:`advance` by a token's bytes, memoized (bounded)."""
+        key = (state, token_id)
+        steps = self._steps
+        nxt = steps.get(key, _UNKNOWN)  # get, not `in` then []: another thread may clear it
+        if nxt is not _UNKNOWN:
+            return nxt
+        nxt = self.advance(state, self.vocab.token_bytes(token_id))
+        if len(steps) > 100_000:
+            steps.clear()
+        steps[key] = nxt
+        return nxt
+
+    def accepting(self, state: State) -> bool:
+        """Whether the text of ``state`` is a sentence."""
+        g, lr = self.grammar, self.lr
+        for stack, t, q in state:
+            if t < 0 or (g.accept[t][q] and t in g.ignore):
+                if lr.accepts_end(stack):
+                    return True
+            elif g.accept[t][q]:
+                done = lr.feed(stack, g.names[t])
+                if done is not None and lr.accepts_end(done):
+                    return True
+        return False
+
+    # -- the speculative model (DOMINO §3.4) ---------------------------------------------
+    @staticmethod
+    def context(state: State) -> frozenset:
+        """What the model conditions on: each configuration's scanner position
+        and parser state (the top of its stack), not the whole stack."""
+        return frozenset((stack[-1], t, q) for stack, t, q in state)
+
+    def learn(self, state: State, token_id: int) -> None:
+        """Count ``token_id`` as accepted in ``state``."""
+        key = self.context(state)
+        with self._lock:
+            counts = self._counts.setdefault(key, {})
+            counts[token_id] = counts.get(token_id, 0) + 1
+
+    def likeliest(self, state: State) -> int | None:
+        """The token accepted most often in this context so far (``None``: never seen)."""
+        counts = self._counts.get(self.context(state))
+        return max(counts, key=counts.__getitem__) if counts else None
+
+    # -- masks ---------------------------------------------------------------------
+    def state_mask(self, state: State) -> np.ndarray:
+        """The normal tokens allowed in ``state``, packed (cached)."""
+        words = self._masks.get(state)
+        if words is not None:
+            return words
+        words = np.zeros((self.vocab.size + 31) // 32, dtype=np.int32)
+        for stack, t, q in state:
+            self._walk((t, q), stack, words)
+        words.flags.writeable = False
+        with self._lock:
+            self._masks[state] = words
+            if len(self._masks) > self._mask_cache:
+                self._masks.popitem(last=False)
+        return words
+
+    def _walk(self, position: tuple[int, int], stack: Stack, words: np.ndarray) -> None:
+        """OR into ``words`` the tokens of ``position``'s tree the parser accepts."""
+        tree, lr, names, k = self.tree(position), self.lr, self.grammar.names, self.k
+        todo = [(0, stack, 0)]
+        while todo:
+            node, stack, depth = todo.pop()
+            free = tree.free[node]
+            if free is not None:
+                words |= free
+            for t, mask in tree.checked[node]:
+                if lr.feed(stack, names[t]) is not None:
+                    words |= mask
+            if k is not None and depth >= k:
+                continue
+            for t, child in tree.children[node].items():
+                nxt = lr.feed(stack, names[t])
+                if nxt is not None:
+                    todo.append((child, nxt, depth + 1))
+
+
+class DominoChecker(StateChecker[State]):
+    """State: the frozenset of (parser stack, scanner position) configurations."""
+
+    compiled: DominoCompiled
+
+    def start_state(self) -> State:
+        return self.compiled.start_state
+
+    def advance(self, state: State, token_id: int) -> State | None:
+        # a bounded lookahead bounds the masks, so it bounds what update accepts too
+        if self.compiled.k is not None and not self.state_allows(state, token_id):
+            return None
+        return self.compiled.step(state, token_id)
+
+    def state_allows(self, state: State, token_id: int) -> bool:
+        words = self.compiled.state_mask(state) if self.compiled.k is not None else None
+        if words is not None:
+            return bool((int(words[token_id >> 5]) >> (token_id & 31)) & 1)
+        return self.compiled.step(state, token_id) is not None
+
+    def update(self, token_ids) -> None:
+        """Accept ``token_ids`` (atomically) and count them for :meth:`propose`."""
+        if isinstance(token_ids, int | np.integer) or self.validate(token_ids) < len(token_ids):
+            super().update(token_ids)  # raises, and leaves the state as it was
+        for token_id in map(int, token_ids):  # all accepted: the steps are memoized
+            before = self.state
+            super().update([token_id])
+            if token_id not in self.vocab.eos_ids:
+                self.compiled.learn(before, token_id)
+
+    def propose(self, max_tokens: int) -> list[int]:
+        """Up to ``max_tokens`` tokens the speculative model expects next, each
+        allowed after the ones before it (the ``propose`` feature): the most
+        frequent token seen in each context, learned from accepted tokens."""
+        state, draft = self.state, []
+        if not isinstance(state, frozenset):  # terminated
+            return draft
+        while len(draft) < max_tokens:
+            token = self.compiled.likeliest(state)
+            if token is None:
+                break
+            state = self.advance(state, token)
+            if state is None:
+                break
+            draft.append(token)
+        return draft
+
+    def fill_state(self, state: State, row: np.ndarray) -> None:
+        row[:] = self.compiled.state_mask(state)
+
+    def state_accepting(self, state: State) -> bool:
+        return self.compiled.accepting(state)

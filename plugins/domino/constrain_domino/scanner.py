@@ -1,0 +1,156 @@
+"""The character scanner (DOMINO §3.1): the union of the terminals' byte
+automata with a boundary state that loops back (Lemma 3.1).
+
+A scanner *position* is ``(terminal, dfa_state)``: inside that terminal's
+automaton, having read part of one of its strings; ``BOUNDARY`` is the
+position before the first byte. From a position, a byte either continues the
+terminal, or (when the terminal could end here) completes it and starts any
+terminal whose automaton takes that byte. Which continuation is right is the
+parser's business, not the scanner's: the scanner keeps them all.
+
+``ScannerGrammar`` is a grammar in this shape: the terminals as trimmed
+byte DFAs (every state can still reach acceptance, so a live state is a
+viable prefix), the context-free rules over them, the ``%ignore``d ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from constrain_api import ByteDFA, CompileLimitExceeded, ConstraintError, GrammarIR
+
+#: The position before any byte: the next byte starts a terminal.
+BOUNDARY = (-1, 0)
+
+REGEX_TERMINAL = "REGEX"
+
+
+@dataclass
+class ScannerGrammar:
+    """Terminals (names, DFAs), rules ``(lhs, rhs)``, ignored terminal indices, start."""
+
+    names: list[str]
+    dfas: list[ByteDFA]
+    rules: list[tuple[str, tuple[str, ...]]]
+    ignore: frozenset[int]
+    start: str
+
+    def __post_init__(self) -> None:
+        self.rows = [d.rows for d in self.dfas]
+        self.accept = [d.accept for d in self.dfas]
+        self.starts = [d.start for d in self.dfas]
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.follows, self.initial = _adjacency(self)
+        #: per byte, the terminals that byte can start and their state after it
+        self.first: list[list[tuple[int, int]]] = [
+            [
+                (t, self.rows[t][self.starts[t]][b])
+                for t in range(len(self.names))
+                if self.rows[t][self.starts[t]][b] >= 0
+            ]
+            for b in range(256)
+        ]
+
+    @property
+    def positions(self) -> list[tuple[int, int]]:
+        """Every scanner position: ``BOUNDARY`` and each terminal's states."""
+        return [BOUNDARY] + [(t, q) for t, d in enumerate(self.dfas) for q in range(d.num_states)]
+
+    @classmethod
+    def from_dfa(cls, dfa: ByteDFA) -> ScannerGrammar:
+        """A regular language as a one-terminal grammar (the empty string,
+        if in the language, as an empty rule: terminals never match it)."""
+        rules = [("start", (REGEX_TERMINAL,))]
+        if dfa.accepts_empty():
+            rules.append(("start", ()))
+            dfa = dfa.difference(ByteDFA.literal(b""))
+        if dfa.is_empty():
+            return cls([], [], [("start", ())], frozenset(), "start")
+        return cls([REGEX_TERMINAL], [dfa], rules, frozenset(), "start")
+
+    @classmethod
+    def from_ir(cls, ir: GrammarIR, *, max_states: int, backend: str) -> ScannerGrammar:
+        """The grammar of ``ir`` (reduced: rules that derive no string are
+        dropped, so every viable parser stack can be completed)."""
+        from constrain_api import UnsupportedConstraint
+
+        dfas: dict[str, ByteDFA] = {}
+        for name, terminal in ir.terminals.items():
+            try:
+                dfa = terminal.dfa(max_states=max_states)
+            except ConstraintError as e:
+                raise ConstraintError("grammar", f"terminal {name}: {e.message}", e.where) from e
+            except CompileLimitExceeded as e:
+                raise CompileLimitExceeded(
+                    e.limit, e.bound, e.value, f"terminal {name} of the grammar"
+                ) from e
+            if dfa.accepts_empty():
+                raise UnsupportedConstraint(
+                    backend,
+                    f"terminal {name} matching the empty string",
+                    "the scanner needs every terminal to consume a byte",
+                )
+            if not dfa.is_empty():
+                dfas[name] = dfa
+        rules = [(r.lhs, r.rhs) for r in ir.rules]
+        productive: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for lhs, rhs in rules:
+                if lhs not in productive and all(s in dfas or s in productive for s in rhs):
+                    productive.add(lhs)
+                    changed = True
+        if ir.start not in productive:
+            raise ConstraintError("grammar", f"rule {ir.start!r} derives no string")
+        rules = [(lhs, rhs) for lhs, rhs in rules if all(s in dfas or s in productive for s in rhs)]
+        used = {s for _, rhs in rules for s in rhs if s in dfas} | {
+            n for n in ir.ignore if n in dfas
+        }
+        names = [n for n in dfas if n in used]
+        ignore = frozenset(names.index(n) for n in ir.ignore if n in names)
+        return cls(names, [dfas[n] for n in names], rules, ignore, ir.start)
+
+
+def _adjacency(g: ScannerGrammar) -> tuple[list[frozenset[int]], frozenset[int]]:
+    """Which terminals can come right after each terminal in some sentence
+    (``%ignore``d ones aside), and which can come first: the FOLLOW and FIRST
+    sets of textbook parsing, over terminals. The subterminal trees only
+    record paths these allow; the parser would reject the others anyway, and
+    without this a name terminal splits into names at every byte."""
+    terminals = set(g.names)
+    nullable: set[str] = set()
+    first: dict[str, set[str]] = {t: {t} for t in terminals}
+    for lhs, _ in g.rules:
+        first.setdefault(lhs, set())
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in g.rules:
+            if lhs not in nullable and all(s in nullable for s in rhs):
+                nullable.add(lhs)
+                changed = True
+            for s in rhs:
+                if not first[s] <= first[lhs]:
+                    first[lhs] |= first[s]
+                    changed = True
+                if s not in nullable:
+                    break
+    follow: dict[str, set[str]] = {s: set() for s in first}
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in g.rules:
+            for i, s in enumerate(rhs):
+                before = len(follow[s])
+                for later in rhs[i + 1 :]:
+                    follow[s] |= first[later]
+                    if later not in nullable:
+                        break
+                else:
+                    follow[s] |= follow[lhs]
+                changed |= len(follow[s]) != before
+    index = g.index
+    follows = [frozenset(index[u] for u in follow[name] if u in index) for name in g.names]
+    initial = frozenset(index[u] for u in first.get(g.start, ()) if u in index)
+    return follows, initial

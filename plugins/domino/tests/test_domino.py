@@ -1,0 +1,229 @@
+"""The domino backend against the oracle: exact masks with ``k=None`` on
+grammars whose tokens span terminals, with keyword/name ambiguity and
+nesting; sound (a subset) with a bounded lookahead, its recall measured."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from constrain_conformance import checks, corpus, paths
+
+import constrain_api as ca
+
+#: Keywords that are also names: ``if`` starts a statement or a name (``iffy``).
+KEYWORDS = r"""
+start: stmt+
+stmt: "if" NAME "then" NAME ";" | NAME "=" NAME ";"
+NAME: /[a-z]+/
+%ignore " "
+"""
+
+NESTED = r"""
+start: list
+list: "[" [item ("," item)*] "]"
+item: list | NUMBER
+NUMBER: /[0-9]+/
+"""
+
+GRAMMARS = {
+    "keywords": (KEYWORDS, ["if x then y;iffy=z;", "ifx theny;", "a = b ; if b then c;"]),
+    "nested": (NESTED, ["[[1,[2,[]]],3]", "[]", "[[[[7]]]]"]),
+    "json": (corpus.JSON_GRAMMAR, ['{"a": [1, 2.5, {"b": null}], "c": "x y"}', "[true,false]"]),
+    "c-subset": (
+        corpus.C_SUBSET_GRAMMAR,
+        ["int main(){ int x = 1; while (x < 10) { x = x + 1; } return x; }"],
+    ),
+    "xml": (corpus.XML_SCHEMA_GRAMMAR, ["<person><name>Ada</name><age>36</age></person>"]),
+}
+
+
+@pytest.fixture(scope="module")
+def vocab() -> ca.Vocabulary:
+    return corpus.small_vocabulary()
+
+
+@pytest.fixture(scope="module")
+def naive() -> ca.Backend:
+    return ca.get("naive")
+
+
+def _paths(vocab, oracle, docs, seed):
+    found = [paths.longest_match(vocab, d) for d in docs]
+    found += [paths.natural(vocab, d) for d in docs] + [paths.char_by_char(vocab, d) for d in docs]
+    rng = random.Random(seed)
+    found += [paths.random_path(oracle, rng, 20) for _ in range(3)]
+    return [p for p in found if p]
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_masks_equal_the_oracles(vocab, naive, name):
+    text, docs = GRAMMARS[name]
+    spec = ca.Grammar(text)
+    compiled, oracle = ca.get("domino").compile(spec, vocab), naive.compile(spec, vocab)
+    for path in _paths(vocab, oracle, docs, name):
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, result.describe(vocab)
+
+
+def test_tokens_spanning_several_terminals_are_allowed(naive):
+    tokens = [
+        b"{",
+        b"}",
+        b'"',
+        b"a",
+        b":",
+        b",",
+        b"1",
+        b'{"',
+        b'":',
+        b'",',
+        b'"}',
+        b'":1}',
+        b"<eos>",
+    ]
+    vocab = ca.Vocabulary.from_list(tokens, eos=["<eos>"], special=["<eos>"])
+    spec = ca.Grammar(corpus.JSON_GRAMMAR)
+    checker = ca.get("domino").compile(spec, vocab).checker()
+    assert b'{"' in [vocab.token_bytes(t) for t in checker.mask().allowed_ids().tolist()]
+    checker.update([tokens.index(b'{"'), tokens.index(b"a")])
+    allowed = {vocab.token_bytes(t) for t in checker.mask().allowed_ids().tolist()}
+    assert {b'":', b'":1}', b'"'} <= allowed and b'",' not in allowed
+    reference = naive.compile(spec, vocab).checker()
+    reference.update([tokens.index(b'{"'), tokens.index(b"a")])
+    assert checker.mask() == reference.mask()
+    checker.update([tokens.index(b'":1}')])
+    assert checker.is_accepting()
+
+
+def test_an_ambiguous_prefix_keeps_both_readings(vocab):
+    compiled = ca.get("domino").compile(ca.Grammar(KEYWORDS), vocab)
+    checker = compiled.checker()
+    checker.update(vocab.encode("if"))
+    # "if" as the keyword (expecting a name) or as the start of a name
+    assert len(checker.state) == 2
+    checker.update(vocab.encode("fy=z;"))
+    assert checker.is_accepting() and len(checker.state) == 1
+
+
+@pytest.mark.parametrize("name", ["json", "c-subset"])
+def test_bounded_lookahead_is_a_subset_and_its_recall_grows_with_k(vocab, naive, name):
+    text, docs = GRAMMARS[name]
+    spec = ca.Grammar(text)
+    oracle = naive.compile(spec, vocab)
+    token_paths = [p for p in (paths.longest_match(vocab, d) for d in docs) if p]
+    recalls = []
+    for k in (0, 1, None):
+        backend = ca.get("domino", k=k)
+        assert backend.capabilities.is_exact("grammar") == (k is None)
+        compiled = backend.compile(spec, vocab)
+        allowed = missing = 0
+        for path in token_paths:
+            # walk the oracle's path with the oracle; compare the masks at each state
+            for step in range(len(path) + 1):
+                prefix = path[:step]
+                want = oracle.checker()
+                want.update(prefix)
+                got = compiled.checker()
+                if got.validate(prefix) < len(prefix):
+                    break  # a bounded lookahead refused a path token: no masks beyond
+                got.update(prefix)
+                g, w = got.mask(), want.mask()
+                assert not set(g.allowed_ids().tolist()) - set(w.allowed_ids().tolist()), (k, step)
+                allowed += w.count()
+                missing += w.count() - g.count()
+        recalls.append(1 - missing / allowed)
+    assert recalls[0] < recalls[1] < recalls[2] == 1.0, recalls
+
+
+def test_regex_and_choice_are_exact_for_every_k(vocab, naive):
+    for spec in (ca.Regex(corpus.IPV4), ca.Regex("(ab)*"), ca.Choice(["yes", "no", ""])):
+        oracle = naive.compile(spec, vocab)
+        for k in (0, None):
+            compiled = ca.get("domino", k=k).compile(spec, vocab)
+            for path in _paths(vocab, oracle, ["192.168.0.1", "abab", "yes"], str(spec)):
+                if oracle.checker().validate(path) == len(path):
+                    assert checks.compare_masks(compiled, oracle, path).exact
+
+
+def test_precompute_builds_every_tree_and_changes_no_mask(vocab):
+    spec = ca.Grammar(corpus.JSON_GRAMMAR)
+    lazy = ca.get("domino").compile(spec, vocab)
+    eager = ca.get("domino").compile(spec, vocab)
+    info = eager.precompute()
+    assert info["positions"] == len(eager.grammar.positions) and info["mask_bytes"] > 0
+    path = paths.longest_match(vocab, GRAMMARS["json"][1][0])
+    a, b = lazy.checker(), eager.checker()
+    for token in path:
+        assert a.mask() == b.mask()
+        a.update([token])
+        b.update([token])
+
+
+def test_name_terminals_do_not_split_into_names(vocab):
+    """The trees record only terminal pairs the grammar allows next to each
+    other: after a C name, more letters continue it (no NAME NAME path)."""
+    compiled = ca.get("domino").compile(ca.Grammar(corpus.C_SUBSET_GRAMMAR), vocab)
+    name = compiled.grammar.index["NAME"]
+    for position in compiled.grammar.positions:
+        tree = compiled.tree(position)
+        for node, children in enumerate(tree.children):
+            if tree.label[node] == name:
+                assert name not in children, position
+
+
+def test_errors(vocab):
+    domino = ca.get("domino")
+    with pytest.raises(ca.UnsupportedConstraint, match="LALR"):
+        domino.compile(ca.Grammar('start: a | b\na: "x" "y"\nb: "x" "y"'), vocab)
+    with pytest.raises(ca.UnsupportedConstraint, match="empty string"):
+        domino.compile(ca.Grammar('start: A "b"\nA: /a*/'), vocab)
+    with pytest.raises(ca.ConstraintError):
+        domino.compile(ca.Grammar("start: undefined"), vocab)
+    with pytest.raises(ca.CompileLimitExceeded):
+        domino.compile(ca.Regex("(a|b)*a(a|b){16}"), vocab, max_states=1000)
+    with pytest.raises(ca.UnsupportedConstraint):
+        domino.compile(ca.Where("len(x) < 3"), vocab)
+    with pytest.raises(ValueError):
+        ca.get("domino", k=-1)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", ["json", "c-subset"])
+def test_exact_on_llama3(name):
+    try:
+        vocab = corpus.real_vocabulary("llama3")
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    text, docs = GRAMMARS[name]
+    spec = ca.Grammar(text)
+    compiled, oracle = ca.get("domino").compile(spec, vocab), ca.get("naive").compile(spec, vocab)
+    for doc in docs:
+        for path in (paths.natural(vocab, doc), paths.longest_match(vocab, doc)):
+            result = checks.compare_masks(compiled, oracle, path[:40])
+            assert result.exact, result.describe(vocab)
+
+
+def test_speculative_drafts_learned_from_accepted_tokens(vocab):
+    """The count model proposes what was accepted before in the same context;
+    the decoding loop verifies the drafts, so the output is unchanged and
+    fewer forward passes are needed once the model has learned."""
+    torch = pytest.importorskip("torch")
+    from constrain_api.decoding import ScriptedLM, argmax, generate
+
+    assert ca.FEATURE_PROPOSE in ca.get("domino").capabilities.features
+    spec = ca.Grammar(NESTED)
+    compiled = ca.get("domino").compile(spec, vocab)
+    fresh = compiled.checker()
+    assert fresh.propose(4) == []  # nothing learned yet
+    target = vocab.encode("[[1,2],[1,2],[1,2]]")
+    # the loop feeds a draft with the prompt once the model has learned: say where it ends
+    lm = ScriptedLM(target, width=vocab.size, eos_id=vocab.eos_id, prompt_length=1)
+    first = generate(lm, vocab, [[vocab.eos_id]], compiled, argmax(), max_len=40, speculative=4)
+    second = generate(lm, vocab, [[vocab.eos_id]], compiled, argmax(), max_len=40, speculative=4)
+    assert first.sequences[0].token_ids == second.sequences[0].token_ids == target
+    assert second.totals()["accepted"] > 0
+    assert second.totals()["forward_passes"] < first.totals()["forward_passes"]
+    draft = compiled.checker().propose(3)
+    assert draft and compiled.checker().validate(draft) == len(draft)
+    del torch
