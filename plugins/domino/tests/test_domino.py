@@ -227,3 +227,36 @@ def test_speculative_drafts_learned_from_accepted_tokens(vocab):
     draft = compiled.checker().propose(3)
     assert draft and compiled.checker().validate(draft) == len(draft)
     del torch
+
+
+def test_opportunistic_masking_checks_the_models_pick_first(vocab):
+    """With ``opportunistic=True`` the loop asks ``accepts`` about the model's
+    own pick and builds a mask only when it is refused: a model that wants a
+    valid document gets it with no mask computed; one that wants an invalid
+    one is corrected through masks, to the same output as full masking."""
+    pytest.importorskip("torch")
+    from constrain_api.decoding import ScriptedLM, argmax, generate
+
+    spec = ca.Grammar(NESTED)
+    for text, masks_expected in (("[[1,2],[3]]", False), ("[[1,2],[3]]]]", True)):
+        outputs, masks = [], []
+        for opportunistic in (False, True):
+            compiled = ca.get("domino").compile(spec, vocab)
+            calls = []
+            original = compiled.state_mask
+            compiled.state_mask = lambda state, f=original, n=calls: n.append(1) or f(state)
+            lm = ScriptedLM(vocab.encode(text), width=vocab.size, eos_id=vocab.eos_id)
+            result = generate(
+                lm,
+                vocab,
+                [[vocab.eos_id]],
+                compiled,
+                argmax(),
+                max_len=30,
+                opportunistic=opportunistic,
+            )
+            outputs.append(result.sequences[0].token_ids)
+            masks.append(len(calls))
+        assert outputs[0] == outputs[1]
+        assert masks[1] < masks[0]
+        assert (masks[1] > 0) == masks_expected, masks
