@@ -22,6 +22,7 @@ paths are longer, so its masks are a subset of the oracle's).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict
@@ -256,6 +257,8 @@ class DominoCompiled(BaseCompiled):
         """The normal tokens allowed in ``state``, packed (cached)."""
         words = self._masks.get(state)
         if words is not None:
+            with contextlib.suppress(KeyError):  # another thread may have evicted it
+                self._masks.move_to_end(state)  # least recently used goes first
             return words
         words = np.zeros((self.vocab.size + 31) // 32, dtype=np.int32)
         for stack, t, q in state:

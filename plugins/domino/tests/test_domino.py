@@ -260,3 +260,17 @@ def test_opportunistic_masking_checks_the_models_pick_first(vocab):
         assert outputs[0] == outputs[1]
         assert masks[1] < masks[0]
         assert (masks[1] > 0) == masks_expected, masks
+
+
+def test_the_mask_cache_keeps_the_recently_used_states(vocab):
+    compiled = ca.get("domino", mask_cache=2).compile(ca.Grammar(NESTED), vocab)
+    checker = compiled.checker()
+    first = checker.state
+    checker.mask()
+    checker.update(vocab.encode("["))
+    second = checker.state
+    checker.mask()
+    compiled.state_mask(first)  # used again: now the most recent
+    checker.update(vocab.encode("["))
+    checker.mask()  # a third state evicts the least recently used one
+    assert first in compiled._masks and second not in compiled._masks
