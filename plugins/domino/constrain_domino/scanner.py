@@ -42,10 +42,11 @@ class ScannerGrammar:
         self.index = {name: i for i, name in enumerate(self.names)}
         self.follows, self.initial = _adjacency(self)
         #: per byte, the terminals that byte can start and their state after it
+        live = [t for t in range(len(self.names)) if self.dfas[t].num_states]
         self.first: list[list[tuple[int, int]]] = [
             [
                 (t, self.rows[t][self.starts[t]][b])
-                for t in range(len(self.names))
+                for t in live
                 if self.rows[t][self.starts[t]][b] >= 0
             ]
             for b in range(256)
@@ -60,12 +61,16 @@ class ScannerGrammar:
     def from_dfa(cls, dfa: ByteDFA) -> ScannerGrammar:
         """A regular language as a one-terminal grammar (the empty string,
         if in the language, as an empty rule: terminals never match it)."""
+        if dfa.is_empty():  # no string at all: a terminal that never starts
+            return cls(
+                [REGEX_TERMINAL], [dfa], [("start", (REGEX_TERMINAL,))], frozenset(), "start"
+            )
         rules = [("start", (REGEX_TERMINAL,))]
         if dfa.accepts_empty():
             rules.append(("start", ()))
             dfa = dfa.difference(ByteDFA.literal(b""))
-        if dfa.is_empty():
-            return cls([], [], [("start", ())], frozenset(), "start")
+            if dfa.is_empty():  # the empty string only
+                return cls([], [], [("start", ())], frozenset(), "start")
         return cls([REGEX_TERMINAL], [dfa], rules, frozenset(), "start")
 
     @classmethod

@@ -274,3 +274,22 @@ def test_the_mask_cache_keeps_the_recently_used_states(vocab):
     checker.update(vocab.encode("["))
     checker.mask()  # a third state evicts the least recently used one
     assert first in compiled._masks and second not in compiled._masks
+
+
+@pytest.mark.parametrize("pattern", ["(?!)", "a(?!a)a", "", "(ab)*", "a?"])
+def test_regexes_with_no_string_or_the_empty_string(pattern, naive):
+    """An empty language allows nothing, EOS included; the empty string is
+    an empty rule (terminals never match it)."""
+    vocab = ca.Vocabulary.from_list([b"a", b"b", b"ab", b"<e>"], eos=[3], special=[3])
+    spec = ca.Regex(pattern)
+    got, want = (
+        ca.get("domino").compile(spec, vocab).checker(),
+        naive.compile(spec, vocab).checker(),
+    )
+    for token in [None, 0, 1]:
+        if token is not None:
+            if not want.accepts(token):
+                break
+            got.update([token])
+            want.update([token])
+        assert got.mask() == want.mask() and got.is_accepting() == want.is_accepting()
