@@ -17,7 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from constrain_api import ByteDFA, CompileLimitExceeded, ConstraintError, GrammarIR
+from constrain_api import (
+    ByteDFA,
+    CompileLimitExceeded,
+    ConstraintError,
+    GrammarIR,
+    UnsupportedConstraint,
+)
 
 #: The position before any byte: the next byte starts a terminal.
 BOUNDARY = (-1, 0)
@@ -77,8 +83,6 @@ class ScannerGrammar:
     def from_ir(cls, ir: GrammarIR, *, max_states: int, backend: str) -> ScannerGrammar:
         """The grammar of ``ir`` (reduced: rules that derive no string are
         dropped, so every viable parser stack can be completed)."""
-        from constrain_api import UnsupportedConstraint
-
         dfas: dict[str, ByteDFA] = {}
         for name, terminal in ir.terminals.items():
             try:
