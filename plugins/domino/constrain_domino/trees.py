@@ -147,7 +147,7 @@ def build_tree(
 
     # tokens by walk set, then groups by (tree node, terminal, free?)
     token_sets = np.asarray(node_set, dtype=np.int64)[trie.token_nodes]
-    live = token_sets > 0 if position == BOUNDARY else token_sets >= 0
+    live = token_sets >= 0  # (only the trie's root, which holds no token, has the start set)
     tokens, token_sets = trie.token_ids[live], token_sets[live]
     order = np.argsort(token_sets, kind="stable")
     tokens, token_sets = tokens[order], token_sets[order]
