@@ -2,8 +2,10 @@
 workloads: compile time of ``fsm`` (outlines-core's index over 128k tokens)
 and ``fst`` (composition with the detokenizing transducer, built once per
 vocabulary), and the per-step mask of both with the naive backend on the same
-states for comparison. A backend that refuses a workload (``fst`` past its
-composition limit) is skipped, saying why.
+states for comparison. A backend that refuses a workload is skipped, saying why. For
+``fst`` also: the build of T_V (plain, and with the JSON string class as a
+wildcard), and its two wide-class workloads with and without the wildcard
+terminals (without them, one round: about 20 s and 4 million arcs).
 
 The per-step benchmark fills the masks of every state along a valid
 document's natural tokenization; the first round builds fsm's cached rows,
@@ -22,6 +24,7 @@ from constrain_conformance.corpus import (
 )
 
 import constrain_api as ca
+from constrain_api.automata import CharSet
 
 WORKLOADS = {
     "multiple-choice": (ca.Regex(MULTIPLE_CHOICE), "The answer is (B)."),
@@ -76,3 +79,35 @@ def test_mask_per_step(benchmark, llama3, workload, backend):
     benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
     benchmark.extra_info["steps"] = len(steps)
     benchmark.extra_info["per_step_us"] = round(benchmark.stats.stats.median / len(steps) * 1e6, 1)
+
+
+@pytest.mark.parametrize("wildcard", ["none", "json-string-class"])
+def test_fst_detokenizer(benchmark, llama3, wildcard):
+    """T_V over the whole vocabulary, built once per vocabulary and class set."""
+    from constrain_fst.wildcards import wildcard_detokenizer
+
+    backend = ca.get("fst")
+    classes = []
+    if wildcard != "none":
+        # [^"\\\x00-\x1f]: the characters of a JSON string
+        classes = [CharSet(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)))]
+    chars = [backend._wild_chars(llama3, c) for c in classes]
+    benchmark.pedantic(wildcard_detokenizer, args=(llama3, classes, chars), rounds=3, iterations=1)
+
+
+@pytest.mark.parametrize("wildcards", [True, False])
+@pytest.mark.parametrize("workload", ["quoted-text", "json-object"])
+def test_fst_wildcards(benchmark, llama3, workload, wildcards):
+    """The difference the wildcard terminals make: compile time and arcs."""
+    spec, _ = WORKLOADS[workload]
+    backend = ca.get("fst", max_composed_arcs=10**9)
+    backend.compile(spec, llama3)  # T_V (and T_V with wildcards) out of the timing
+    compiled = []
+    benchmark.pedantic(
+        lambda: compiled.append(backend.compile(spec, llama3, wildcards=wildcards)),
+        rounds=1 if not wildcards else 3,
+        iterations=1,
+    )
+    automaton = compiled[-1].automaton
+    benchmark.extra_info["arcs"] = sum(1 for q in automaton.states() for _ in automaton.arcs(q))
+    benchmark.extra_info["wildcard_classes"] = compiled[-1].stats.extra["wildcard_classes"]

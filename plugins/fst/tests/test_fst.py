@@ -1,5 +1,6 @@
 """The ``fst`` backend against the oracle: exact masks at every step of random
-oracle paths, on a trained BPE and (for what fits its limit) on Llama-3."""
+oracle paths, on a trained BPE (with and without wildcard terminals) and on
+Llama-3 (Koo et al.'s five workloads)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ from constrain_conformance.corpus import (
     real_vocabulary,
     small_vocabulary,
 )
+from constrain_fst.automata import prefix_acceptor
+from constrain_fst.wildcards import byte_table
 
 import constrain_api as ca
+from constrain_api.automata import parse_regex
 
 SPECS = {
     "multiple-choice": ca.Regex(MULTIPLE_CHOICE),
@@ -68,28 +72,30 @@ def test_masks_equal_the_oracles_on_a_trained_bpe(fst, naive, name):
     _assert_same_masks(fst.compile(spec, vocab), naive.compile(spec, vocab), vocab, name, 4)
 
 
+@pytest.mark.parametrize("name", ["quoted-text", "json-object", "json-string", "email-ish"])
+def test_masks_equal_the_oracles_without_wildcards(naive, name):
+    vocab = small_vocabulary()
+    spec = SPECS[name]
+    plain = ca.get("fst", wildcards=False).compile(spec, vocab)
+    assert plain.stats.extra["wildcard_classes"] == 0
+    _assert_same_masks(plain, naive.compile(spec, vocab), vocab, name, 3)
+
+
 @pytest.mark.shared
-@pytest.mark.parametrize("name", ["multiple-choice", "iso-date-time", "ipv4", "number"])
+@pytest.mark.parametrize(
+    "name", ["multiple-choice", "iso-date-time", "ipv4", "number", "quoted-text", "json-object"]
+)
 def test_masks_equal_the_oracles_on_llama3(fst, naive, name):
+    """All five of Koo et al.'s workloads, the wide classes through wildcards."""
     try:
         vocab = real_vocabulary("llama3")
     except FileNotFoundError as e:
         pytest.skip(str(e))
     spec = SPECS[name]
-    _assert_same_masks(fst.compile(spec, vocab), naive.compile(spec, vocab), vocab, name, 2)
-
-
-@pytest.mark.shared
-@pytest.mark.parametrize("name", ["quoted-text", "json-object"])
-def test_wide_classes_on_llama3_hit_the_documented_limit(fst, name):
-    """Without the paper's wildcard terminals, a class like [^"] in a bounded
-    repetition would compose into millions of arcs: refused, not hung."""
-    try:
-        vocab = real_vocabulary("llama3")
-    except FileNotFoundError as e:
-        pytest.skip(str(e))
-    with pytest.raises(ca.CompileLimitExceeded, match="wildcard"):
-        fst.compile(SPECS[name], vocab)
+    compiled = fst.compile(spec, vocab)
+    if name in ("quoted-text", "json-object"):
+        assert compiled.stats.extra["wildcard_classes"] >= 1
+    _assert_same_masks(compiled, naive.compile(spec, vocab), vocab, name, 2)
 
 
 def test_refusals_and_limits(fst):
@@ -105,15 +111,22 @@ def test_refusals_and_limits(fst):
         fst.compile(ca.Regex("(a|b)*a(a|b){14}"), vocab, max_states=1000)
     with pytest.raises(TypeError, match="unknown compile options"):
         fst.compile(ca.Regex("a"), vocab, k=1)
+    # '.' before 'foo' is not uniform ('f' goes elsewhere): no wildcard covers it
+    with pytest.raises(ca.CompileLimitExceeded, match="no wildcard class covers"):
+        fst.compile(ca.Regex(".*foo"), vocab, max_composed_arcs=vocab.size // 2)
 
 
-def test_the_detokenizer_is_built_once_per_vocabulary():
+def test_the_detokenizer_is_built_once_per_vocabulary_and_class_set():
     backend = ca.get("fst")
     vocab = small_vocabulary()
     backend.compile(ca.Regex("a+"), vocab)
     detok = backend._detokenizer(vocab)
     backend.compile(ca.Regex("b+"), vocab)
     assert backend._detokenizer(vocab) is detok
+    classes = backend._wildcard_classes(byte_table(prefix_acceptor(parse_regex("[^x]*"))), vocab)
+    assert classes
+    assert backend._detokenizer(vocab, classes) is not detok
+    assert backend._detokenizer(vocab, classes) is backend._detokenizer(vocab, classes)
 
 
 def test_empty_language_allows_nothing(fst):

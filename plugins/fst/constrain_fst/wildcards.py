@@ -1,0 +1,237 @@
+"""Wildcard terminals (Koo et al. §2.5.1), kept exact.
+
+A character class such as ``[^"\\\\]`` inside a repetition gives byte states
+from which almost every token is allowed; composed with T_V each such state
+walks the whole vocabulary trie and gets one arc per token. The paper
+replaces such classes by terminal labels whose token sets are precomputed.
+Here, for a wildcard class C:
+
+* a token is **wild** for C when its bytes are valid UTF-8 made only of
+  characters of C; ``chars[t]`` is its number of characters (0: not wild);
+* a byte state q is **C-uniform** when every character of C leads from q to
+  one and the same state ``next(q)`` (or every one is dead), and **C-closed**
+  when every state on the chain q, next(q), next(next(q)), … is C-uniform.
+  From a closed state a wild token of j characters goes exactly to
+  ``next`` applied j times, whatever its characters are;
+* T_V gets a second way to spell a wild token: the wildcard symbol W_C
+  repeated once per character, read with a *group* label G(C, j) that
+  stands for all wild tokens of j characters; the byte acceptor gets a W_C
+  arc q → next(q) at closed states;
+* so that a closed state does not also walk the wild tokens byte by byte,
+  their byte spellings in T_V start with a marker M_S (S: the set of classes
+  the token is wild for), which the acceptor reads only at states closed for
+  no class in S.
+
+Every token is thus spelled at every state by bytes or by wildcards, never
+lost; both spellings, where both exist, reach the same state. The token
+automaton has arcs for group labels and for the remaining single tokens; a
+state's mask is their union. Tokens that are not wild for any class (those
+containing a quote, partial UTF-8 characters, …) stay plain bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pynini
+
+from constrain_api.automata import CharSet, utf8_sequences
+
+from .automata import END, ONE, add_trie
+
+#: At most this many wildcard classes per constraint (the markers number 2**k - 1).
+MAX_CLASSES = 3
+#: Output label of the wildcard symbol of class k is ``WILD + k``; marker S is ``MARK + S``.
+WILD = END + 1
+MARK = WILD + MAX_CLASSES
+
+
+@dataclass(frozen=True)
+class TokenText:
+    """The normal tokens of a vocabulary as characters (one per vocabulary)."""
+
+    code_points: np.ndarray  # int32, the characters of the valid tokens, concatenated
+    starts: np.ndarray  # int64, start in code_points of each valid token
+    valid_ids: np.ndarray  # int64, the ids of the non-empty valid-UTF-8 normal tokens
+    lengths: np.ndarray  # int32, characters per valid token
+    size: int  # vocabulary size
+
+
+def token_text(vocab) -> TokenText:
+    """Decode every normal token once; tokens that are not valid UTF-8 are left out."""
+    points: list[int] = []
+    starts, ids, lengths = [], [], []
+    for token_id in vocab.normal_ids().tolist():
+        data = vocab.token_bytes(token_id)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if text:
+            starts.append(len(points))
+            ids.append(token_id)
+            lengths.append(len(text))
+            points.extend(map(ord, text))
+    return TokenText(
+        np.array(points, dtype=np.int32),
+        np.array(starts, dtype=np.int64),
+        np.array(ids, dtype=np.int64),
+        np.array(lengths, dtype=np.int32),
+        vocab.size,
+    )
+
+
+def wild_chars(text: TokenText, charset: CharSet) -> np.ndarray:
+    """Per token id: its number of characters if all are in ``charset``, else 0."""
+    out = np.zeros(text.size, dtype=np.int32)
+    if not len(text.valid_ids) or not charset.ranges:
+        return out
+    lo = np.array([r[0] for r in charset.ranges], dtype=np.int32)
+    hi = np.array([r[1] for r in charset.ranges], dtype=np.int32)
+    at = np.searchsorted(lo, text.code_points, side="right") - 1
+    outside = (at < 0) | (text.code_points > hi[np.maximum(at, 0)])
+    bad = np.add.reduceat(outside.astype(np.int32), text.starts)
+    wild = bad == 0
+    out[text.valid_ids[wild]] = text.lengths[wild]
+    return out
+
+
+def candidate_classes(table: np.ndarray, min_bytes: int = 8) -> list[CharSet]:
+    """Classes read from the byte automaton: at each state, the largest set of
+    ASCII bytes that lead to one same state (if it has ``min_bytes`` or more),
+    alone and with every non-ASCII character added; distinct, in state order.
+    Whether a class really acts uniformly anywhere is ``closed_states``' job."""
+    found: dict[CharSet, None] = {}
+    ascii_part = table[:, :128]
+    lead_alive = (table[:, 0xC2:0xF5] >= 0).all(axis=1)
+    for q in np.flatnonzero((ascii_part >= 0).sum(axis=1) >= min_bytes).tolist():
+        row = ascii_part[q]
+        targets, counts = np.unique(row[row >= 0], return_counts=True)
+        block = np.flatnonzero(row == targets[np.argmax(counts)])
+        if len(block) < min_bytes:
+            continue
+        charset = CharSet(tuple((int(b), int(b)) for b in block))
+        found.setdefault(charset)
+        if lead_alive[q]:
+            found.setdefault(CharSet((*charset.ranges, (0x80, 0x10FFFF))))
+    return list(found)
+
+
+def byte_table(acceptor: pynini.Fst) -> np.ndarray:
+    """The acceptor's transitions on bytes as an ``(n, 256)`` table (-1: dead)."""
+    table = np.full((acceptor.num_states(), 256), -1, dtype=np.int32)
+    src, byte, dst = [], [], []
+    for s in acceptor.states():
+        for arc in acceptor.arcs(s):
+            if arc.ilabel <= 256:
+                src.append(s)
+                byte.append(arc.ilabel - 1)
+                dst.append(arc.nextstate)
+    table[src, byte] = dst
+    return table
+
+
+def closed_states(table: np.ndarray, charset: CharSet) -> tuple[np.ndarray, np.ndarray]:
+    """(closed, next) per byte state for ``charset``: see the module docstring.
+    ``next`` is -1 where the class's characters are dead.
+
+    Conservative: a state where two bytes of one range of a UTF-8 sequence
+    lead to different states counts as not uniform even if the walks later
+    meet again (they would be spelled in bytes: slower, still exact).
+    """
+    n = table.shape[0]
+    dead = n  # an extra row that stays dead, so -1 never indexes a real row
+    padded = np.vstack([np.where(table < 0, dead, table), np.full((1, 256), dead)])
+    uniform = np.ones(n, dtype=bool)
+    target: np.ndarray | None = None
+    for seq in utf8_sequences(charset):
+        ends = np.arange(n)
+        for lo, hi in seq:
+            step = padded[ends, lo : hi + 1]
+            ends = step.min(axis=1)
+            uniform &= ends == step.max(axis=1)
+        if target is None:
+            target = ends
+        uniform &= ends == target
+    if target is None:
+        target = np.full(n, dead)
+    nxt = np.where(uniform & (target != dead), target, -1).astype(np.int32)
+    closed = uniform.copy()
+    while True:  # closed: uniform, and the next state (if any) closed
+        update = uniform & ((nxt < 0) | closed[np.maximum(nxt, 0)])
+        if (update == closed).all():
+            return closed, nxt
+        closed = update
+
+
+@dataclass(frozen=True)
+class Wildcards:
+    """The wildcard classes of one constraint on one vocabulary.
+
+    ``chars[k]`` is the per-token character count for class k (see
+    ``wild_chars``); ``groups[label]`` is the (class, characters) pair a group
+    input label stands for.
+    """
+
+    classes: tuple[CharSet, ...]
+    chars: tuple[np.ndarray, ...]
+    groups: dict[int, tuple[int, int]]
+
+    def token_sets(self, size: int) -> np.ndarray:
+        """Per token id, the bit set of the classes it is wild for."""
+        sets = np.zeros(size, dtype=np.int32)
+        for k, chars in enumerate(self.chars):
+            sets |= (chars > 0).astype(np.int32) << k
+        return sets
+
+
+def wildcard_detokenizer(vocab, classes, chars) -> tuple[pynini.Fst, Wildcards]:
+    """T_V with wildcard spellings for the given classes (see the module docstring)."""
+    wild = Wildcards(tuple(classes), tuple(chars), {})
+    sets = wild.token_sets(vocab.size)
+    fst = pynini.Fst()
+    root = fst.add_state()
+    fst.set_start(root)
+    fst.set_final(root)
+    normal = vocab.normal_ids()
+    add_trie(fst, root, root, vocab, normal[sets[normal] == 0].tolist())
+    for s in range(1, 1 << len(classes)):
+        ids = normal[sets[normal] == s].tolist()
+        if ids:
+            entry = fst.add_state()
+            fst.add_arc(root, pynini.Arc(0, MARK + s, ONE, entry))
+            add_trie(fst, entry, root, vocab, ids)
+    label = vocab.size + 1
+    for k, counts in enumerate(chars):
+        state = root
+        for j in range(1, int(counts.max(initial=0)) + 1):
+            if (counts == j).any():
+                fst.add_arc(state, pynini.Arc(label, WILD + k, ONE, root))
+                wild.groups[label] = (k, j)
+                label += 1
+            nxt = fst.add_state()
+            fst.add_arc(state, pynini.Arc(0, WILD + k, ONE, nxt))
+            state = nxt
+    for eos in sorted(vocab.eos_ids):
+        fst.add_arc(root, pynini.Arc(eos + 1, END, ONE, root))
+    return fst.connect().arcsort("olabel"), wild
+
+
+def add_wildcard_arcs(acceptor: pynini.Fst, table: np.ndarray, classes) -> np.ndarray:
+    """Give the byte acceptor its W arcs (closed states) and marker loops (states
+    where wild tokens are spelled in bytes); returns, per state, the bit set of
+    the classes it is closed for."""
+    closed_for = np.zeros(table.shape[0], dtype=np.int32)
+    for k, charset in enumerate(classes):
+        closed, nxt = closed_states(table, charset)
+        closed_for |= closed.astype(np.int32) << k
+        for q in np.flatnonzero(closed & (nxt >= 0)).tolist():
+            acceptor.add_arc(q, pynini.Arc(WILD + k, WILD + k, ONE, int(nxt[q])))
+    for q in range(table.shape[0]):
+        c = int(closed_for[q])
+        for s in range(1, 1 << len(classes)):
+            if not s & c:
+                acceptor.add_arc(q, pynini.Arc(MARK + s, MARK + s, ONE, q))
+    acceptor.arcsort("ilabel")
+    return closed_for
