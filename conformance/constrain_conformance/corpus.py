@@ -82,6 +82,24 @@ INT: /[0-9]+/
 """
 
 IPV4 = r"((25[0-5]|2[0-4]\d|[01]?\d\d?)\.){3}(25[0-5]|2[0-4]\d|[01]?\d\d?)"
+#: Keywords that are also names: ``if`` starts a statement or a name (``iffy``).
+KEYWORDS_GRAMMAR = r"""
+start: stmt+
+stmt: "if" NAME "then" NAME ";" | NAME "=" NAME ";"
+NAME: /[a-z]+/
+%ignore " "
+"""
+KEYWORDS_DOCUMENTS = ("if x then y;iffy=z;", "ifx theny;", "a = b ; if b then c;")
+
+#: Nested lists: recursion through an optional, comma-separated item list.
+NESTED_LIST_GRAMMAR = r"""
+start: list
+list: "[" [item ("," item)*] "]"
+item: list | NUMBER
+NUMBER: /[0-9]+/
+"""
+NESTED_LIST_DOCUMENTS = ("[[1,[2,[]]],3]", "[]", "[[[[7]]]]")
+
 DATE_TIME = r"\d{4}-[01]\d-[0-3]\dT[0-2]\d:[0-5]\d:[0-5]\d([+-][0-2]\d:[0-5]\d|Z)"
 JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 

@@ -6,7 +6,7 @@ Every path's token bytes concatenate to the document's UTF-8 bytes exactly.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import constrain_api as ca
 
@@ -97,3 +97,22 @@ def random_path(oracle: ca.Compiled, rng: random.Random, max_len: int) -> list[i
         checker.update([token])
         path.append(token)
     return path
+
+
+def sample_paths(
+    vocab: ca.Vocabulary,
+    oracle: ca.Compiled,
+    docs: Iterable[str],
+    seed: str | int,
+    random_count: int = 3,
+    max_len: int = 20,
+) -> list[list[int]]:
+    """Paths for a backend's own tests: each document tokenized by longest
+    match, naturally and character by character (where the vocabulary can),
+    then ``random_count`` random paths of the oracle; empty paths dropped."""
+    docs = list(docs)
+    found = [longest_match(vocab, d) for d in docs]
+    found += [natural(vocab, d) for d in docs] + [char_by_char(vocab, d) for d in docs]
+    rng = random.Random(seed)
+    found += [random_path(oracle, rng, max_len) for _ in range(random_count)]
+    return [p for p in found if p]

@@ -4,31 +4,17 @@ nesting; sound (a subset) with a bounded lookahead, its recall measured."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from constrain_conformance import checks, corpus, paths
 
 import constrain_api as ca
 
-#: Keywords that are also names: ``if`` starts a statement or a name (``iffy``).
-KEYWORDS = r"""
-start: stmt+
-stmt: "if" NAME "then" NAME ";" | NAME "=" NAME ";"
-NAME: /[a-z]+/
-%ignore " "
-"""
-
-NESTED = r"""
-start: list
-list: "[" [item ("," item)*] "]"
-item: list | NUMBER
-NUMBER: /[0-9]+/
-"""
+KEYWORDS = corpus.KEYWORDS_GRAMMAR
+NESTED = corpus.NESTED_LIST_GRAMMAR
 
 GRAMMARS = {
-    "keywords": (KEYWORDS, ["if x then y;iffy=z;", "ifx theny;", "a = b ; if b then c;"]),
-    "nested": (NESTED, ["[[1,[2,[]]],3]", "[]", "[[[[7]]]]"]),
+    "keywords": (KEYWORDS, corpus.KEYWORDS_DOCUMENTS),
+    "nested": (NESTED, corpus.NESTED_LIST_DOCUMENTS),
     "json": (corpus.JSON_GRAMMAR, ['{"a": [1, 2.5, {"b": null}], "c": "x y"}', "[true,false]"]),
     "c-subset": (
         corpus.C_SUBSET_GRAMMAR,
@@ -49,11 +35,7 @@ def naive() -> ca.Backend:
 
 
 def _paths(vocab, oracle, docs, seed):
-    found = [paths.longest_match(vocab, d) for d in docs]
-    found += [paths.natural(vocab, d) for d in docs] + [paths.char_by_char(vocab, d) for d in docs]
-    rng = random.Random(seed)
-    found += [paths.random_path(oracle, rng, 20) for _ in range(3)]
-    return [p for p in found if p]
+    return paths.sample_paths(vocab, oracle, docs, seed)
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))

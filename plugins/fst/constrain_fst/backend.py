@@ -12,8 +12,12 @@ Masks are packed rows per state, built on first use and cached.
 Wide character classes use the paper's wildcard terminals (``wildcards.py``):
 tokens made only of a class's characters are read as group labels at the
 states where the class acts uniformly, so such states get a few group arcs
-instead of one arc per token. Not built yet: grammars through pushdown
-automata.
+instead of one arc per token.
+
+Grammars (and JSON schemas lowering to one) are pushdown automata
+(``pushdown.py``): a recursive transition network with a parenthesis pair
+per call site, composed with T_V by ``pynini.pdt_compose``; the decoder
+keeps a set of (state, stack) configurations.
 """
 
 from __future__ import annotations
@@ -32,11 +36,15 @@ from constrain_api import (
     CompileLimitExceeded,
     CompileStats,
     StateChecker,
+    UnsupportedConstraint,
     Vocabulary,
+    lower_grammar,
+    lower_json_schema,
 )
 from constrain_api.automata import CharSet, regular_node
 
 from .automata import prefix_acceptor, token_automaton
+from .pushdown import PAREN, Network, pushdown_automaton
 from .wildcards import (
     MAX_CLASSES,
     TokenText,
@@ -50,7 +58,7 @@ from .wildcards import (
     wildcard_detokenizer,
 )
 
-KINDS = frozenset({"regex", "choice", "json_schema"})
+KINDS = frozenset({"regex", "choice", "json_schema", "grammar"})
 #: A byte state with at least this many outgoing byte values counts as "wide".
 WIDE = 128
 #: A class becomes a wildcard when at least 1/WILD_SHARE of the vocabulary is wild for it.
@@ -73,7 +81,10 @@ class FSTBackend(BaseBackend):
     capabilities = Capabilities(
         kinds=KINDS,
         exact=KINDS,
-        notes="regular constraints, with wildcard terminals for wide classes; no grammars yet",
+        notes=(
+            "regular constraints (wildcard terminals for wide classes) and grammars "
+            "without indirect left recursion (pushdown automata)"
+        ),
     )
 
     def __init__(
@@ -91,26 +102,35 @@ class FSTBackend(BaseBackend):
         self._lock = threading.Lock()
 
     def build(self, spec, vocab: Vocabulary, **options: Any) -> BaseCompiled:
-        """Compose the constraint's acceptor with T_V and determinize."""
+        """Compose the constraint's acceptor (or pushdown automaton) with T_V."""
         max_states = options.pop("max_states", self.max_states)
         max_arcs = options.pop("max_composed_arcs", self.max_composed_arcs)
         use_wildcards = options.pop("wildcards", self.wildcards)
         if options:
             raise TypeError(f"unknown compile options for fst: {sorted(options)}")
         start = time.perf_counter()
-        node = regular_node(spec, backend=self.name)
-        acceptor = prefix_acceptor(node)
+        target = self._lowered(spec)
+        network = None
+        if target.kind == "grammar":
+            network = Network(lower_grammar(target, backend=self.name), self.name, max_states)
+        if network is None:
+            acceptor = prefix_acceptor(regular_node(target, backend=self.name))
+        else:
+            acceptor, parens, closes = network.pdt()
         if acceptor.num_states() > max_states:
             raise CompileLimitExceeded(
                 "max_states", max_states, acceptor.num_states(), "the byte automaton"
             )
-        table = byte_table(acceptor)
-        classes = self._wildcard_classes(table, vocab) if use_wildcards else []
+        table, calls = byte_table(acceptor)
+        classes = self._wildcard_classes(table, vocab, calls) if use_wildcards else []
         detok, wild = self._detokenizer(vocab, classes)
         after_detok = time.perf_counter()
-        closed_for = add_wildcard_arcs(acceptor, table, classes)
+        closed_for = add_wildcard_arcs(acceptor, table, classes, calls)
         wide = self._check_composition(table, closed_for, wild, vocab, max_arcs)
-        automaton = token_automaton(detok, acceptor)
+        if network is None:
+            automaton = token_automaton(detok, acceptor)
+        else:
+            automaton = pushdown_automaton(detok, acceptor, parens)
         if automaton.num_states() > max_states:
             raise CompileLimitExceeded(
                 "max_states", max_states, automaton.num_states(), "the token automaton"
@@ -125,9 +145,22 @@ class FSTBackend(BaseBackend):
                 "wildcard_classes": len(classes),
             },
         )
-        return FSTCompiled(spec, vocab, stats, automaton, wild)
+        if network is None:
+            return FSTCompiled(spec, vocab, stats, automaton, wild)
+        return PushdownCompiled(spec, vocab, stats, automaton, wild, closes)
 
-    def _wildcard_classes(self, table: np.ndarray, vocab: Vocabulary) -> list[CharSet]:
+    def _lowered(self, spec):
+        """A JSON schema's lowering (a regex or a grammar); other specs as they are."""
+        if spec.kind != "json_schema":
+            return spec
+        try:
+            return lower_json_schema(spec)
+        except UnsupportedConstraint as e:
+            raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
+
+    def _wildcard_classes(
+        self, table: np.ndarray, vocab: Vocabulary, calls: np.ndarray | None = None
+    ) -> list[CharSet]:
         """The classes worth a wildcard, chosen greedily: each removes, summed
         over the states where it acts uniformly, at least 1/``WILD_SHARE`` of
         the vocabulary in token arcs beyond what the classes before it remove
@@ -137,7 +170,7 @@ class FSTBackend(BaseBackend):
             count = int(np.count_nonzero(self._wild_chars(vocab, charset)))
             if count * WILD_SHARE < vocab.size:
                 continue
-            closed, nxt = closed_states(table, charset)
+            closed, nxt = closed_states(table, charset, calls)
             saved = np.where(closed & (nxt >= 0), count, 0)
             if saved.any():
                 options.append((charset, saved))
@@ -203,6 +236,57 @@ class FSTBackend(BaseBackend):
         return found
 
 
+class StateInfo:
+    """One state of the token automaton, read once: token and group moves,
+    parenthesis moves (pushdown automata only), the packed row, EOS."""
+
+    __slots__ = ("accepting", "closes", "groups", "moves", "opens", "row")
+
+    def __init__(self, compiled: FSTCompiled, s: int):
+        vocab = compiled.vocab
+        self.moves: dict[int, int] = {}
+        self.groups: dict[tuple[int, int], int] = {}
+        self.opens: list[tuple[int, int]] = []  # (open label, next)
+        self.closes: list[tuple[int, int]] = []  # (matching open label, next)
+        self.accepting = False
+        for arc in compiled.automaton.arcs(s):
+            label = arc.ilabel
+            if label in compiled.eos_labels:
+                self.accepting = True
+            elif label >= PAREN:
+                if label in compiled.closes:
+                    self.closes.append((compiled.closes[label], arc.nextstate))
+                else:
+                    self.opens.append((label, arc.nextstate))
+            elif label > vocab.size:
+                self.groups[compiled.wild.groups[label]] = arc.nextstate
+            else:
+                self.moves[label - 1] = arc.nextstate
+        allowed = np.zeros(-(-vocab.size // 32) * 32, dtype=bool)
+        allowed[np.fromiter(self.moves, dtype=np.int64, count=len(self.moves))] = True
+        for k, chars in enumerate(compiled.wild.chars):
+            lengths = [j for (c, j) in self.groups if c == k]
+            if lengths:
+                table = np.zeros(int(chars.max()) + 1, dtype=bool)
+                table[lengths] = True
+                allowed[: vocab.size] |= table[chars]
+        self.row = np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)
+
+    def advance(self, wild: Wildcards, token_id: int) -> int | None:
+        """The next state on a token (its own arc, else its wildcard group's)."""
+        nxt = self.moves.get(token_id)
+        if nxt is None and self.groups:
+            for k, chars in enumerate(wild.chars):
+                j = int(chars[token_id])
+                if j and (k, j) in self.groups:
+                    return self.groups[k, j]
+        return nxt
+
+    @property
+    def has_tokens(self) -> bool:
+        return bool(self.moves or self.groups)
+
+
 class FSTCompiled(BaseCompiled):
     """The token-level DFA; per-state transitions and packed rows, lazily.
 
@@ -212,51 +296,22 @@ class FSTCompiled(BaseCompiled):
 
     def __init__(self, spec, vocab, stats, automaton, wild: Wildcards):
         super().__init__(spec, vocab, stats)
+        self.closes: dict[int, int] = {}  # close label → open label (pushdown only)
         self.automaton = automaton
         self.wild = wild
-        self._eos_label = {eos + 1 for eos in vocab.eos_ids}
-        self._states: dict[int, tuple[dict[int, int], dict, np.ndarray, bool]] = {}
+        self.eos_labels = {eos + 1 for eos in vocab.eos_ids}
+        self._states: dict[int, StateInfo] = {}
 
-    def checker(self) -> FSTChecker:
+    def checker(self) -> StateChecker:
         """A checker at the start state."""
         return FSTChecker(self)
 
-    def state(self, s: int) -> tuple[dict[int, int], dict, np.ndarray, bool]:
-        """(token → next, (class, characters) → next, packed row, EOS allowed)."""
-        entry = self._states.get(s)
-        if entry is None:
-            moves: dict[int, int] = {}
-            groups: dict[tuple[int, int], int] = {}
-            accepting = False
-            for arc in self.automaton.arcs(s):
-                if arc.ilabel in self._eos_label:
-                    accepting = True
-                elif arc.ilabel > self.vocab.size:
-                    groups[self.wild.groups[arc.ilabel]] = arc.nextstate
-                else:
-                    moves[arc.ilabel - 1] = arc.nextstate
-            allowed = np.zeros(-(-self.vocab.size // 32) * 32, dtype=bool)
-            allowed[np.fromiter(moves, dtype=np.int64, count=len(moves))] = True
-            for k, chars in enumerate(self.wild.chars):
-                lengths = [j for (c, j) in groups if c == k]
-                if lengths:
-                    table = np.zeros(int(chars.max()) + 1, dtype=bool)
-                    table[lengths] = True
-                    allowed[: self.vocab.size] |= table[chars]
-            row = np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)
-            entry = self._states[s] = (moves, groups, row, accepting)  # a benign race
-        return entry
-
-    def advance(self, s: int, token_id: int) -> int | None:
-        """The next state on a token (its own arc, else its wildcard group's)."""
-        moves, groups, _, _ = self.state(s)
-        nxt = moves.get(token_id)
-        if nxt is None and groups:
-            for k, chars in enumerate(self.wild.chars):
-                j = int(chars[token_id])
-                if j and (k, j) in groups:
-                    return groups[k, j]
-        return nxt
+    def state(self, s: int) -> StateInfo:
+        """The state's moves and row, read on first use and kept."""
+        info = self._states.get(s)
+        if info is None:
+            info = self._states[s] = StateInfo(self, s)  # a benign race
+        return info
 
 
 class FSTChecker(StateChecker[int]):
@@ -268,19 +323,112 @@ class FSTChecker(StateChecker[int]):
     def advance(self, state: int, token_id: int) -> int | None:
         if state < 0:
             return None
-        return self.compiled.advance(state, token_id)
+        return self.compiled.state(state).advance(self.compiled.wild, token_id)
 
     def fill_state(self, state: int, row: np.ndarray) -> None:
         if state < 0:
             row[:] = 0
         else:
-            row[:] = self.compiled.state(state)[2]
+            row[:] = self.compiled.state(state).row
 
     def state_accepting(self, state: int) -> bool:
-        return state >= 0 and self.compiled.state(state)[3]
+        return state >= 0 and self.compiled.state(state).accepting
 
     def state_finished(self, state: int) -> bool:
-        if state < 0:
-            return True
-        moves, groups, _, _ = self.compiled.state(state)
-        return not moves and not groups
+        return state < 0 or not self.compiled.state(state).has_tokens
+
+
+#: A configuration of the pushdown automaton: (state, stack); the stack is
+#: ``None`` or ``(open label, rest)``.
+Config = tuple[int, Any]
+#: Positions (sets of configurations at token boundaries) whose closure is kept.
+KEEP_POSITIONS = 4096
+#: A closure larger than this means a grammar the left-recursion check missed.
+MAX_CLOSURE = 100_000
+
+
+class Closure:
+    """Every configuration reachable from a position through parentheses,
+    grouped by state, with the union of their rows and whether EOS is allowed."""
+
+    __slots__ = ("accepting", "by_state", "row")
+
+    def __init__(self, compiled: PushdownCompiled, position: frozenset[Config]):
+        seen = set(position)
+        todo = list(position)
+        while todo:
+            s, stack = todo.pop()
+            info = compiled.state(s)
+            found = [(nxt, (label, stack)) for label, nxt in info.opens]
+            if stack is not None:
+                found += [(nxt, stack[1]) for label, nxt in info.closes if label == stack[0]]
+            for config in found:
+                if config not in seen:
+                    seen.add(config)
+                    todo.append(config)
+            if len(seen) > MAX_CLOSURE:
+                raise RuntimeError("pushdown closure exceeded its bound (left recursion?)")
+        self.by_state: dict[int, list] = {}
+        for s, stack in seen:
+            self.by_state.setdefault(s, []).append(stack)
+        infos = [compiled.state(s) for s in self.by_state]
+        rows = [info.row for info in infos if info.has_tokens]
+        self.row = np.bitwise_or.reduce(rows) if rows else np.zeros_like(infos[0].row)
+        self.accepting = any(info.accepting for info in infos)
+
+
+class PushdownCompiled(FSTCompiled):
+    """The token-level PDT: arcs read tokens, groups, or parentheses; the
+    decoder keeps the stack. ``closes`` maps each close label to its open label."""
+
+    def __init__(self, spec, vocab, stats, automaton, wild: Wildcards, closes: dict[int, int]):
+        super().__init__(spec, vocab, stats, automaton, wild)
+        self.closes = closes
+        self._closures: OrderedDict[frozenset[Config], Closure] = OrderedDict()
+
+    def checker(self) -> StateChecker:
+        """A checker at the start configuration."""
+        return PushdownChecker(self)
+
+    def closure(self, position: frozenset[Config]) -> Closure:
+        """The position's closure, kept for the last ``KEEP_POSITIONS`` positions."""
+        found = self._closures.get(position)
+        if found is None:
+            found = Closure(self, position)
+            self._closures[position] = found
+            if len(self._closures) > KEEP_POSITIONS:
+                self._closures.popitem(last=False)
+        return found
+
+    def advance(self, position: frozenset[Config], token_id: int) -> frozenset[Config] | None:
+        """The configurations after a token (None: not allowed)."""
+        out = set()
+        for s, stacks in self.closure(position).by_state.items():
+            nxt = self.state(s).advance(self.wild, token_id)
+            if nxt is not None:
+                out.update((nxt, stack) for stack in stacks)
+        return frozenset(out) if out else None
+
+
+class PushdownChecker(StateChecker[frozenset]):
+    """The state is a position: a frozenset of (state, stack) configurations
+    (several when the grammar leaves a choice open); empty for no language."""
+
+    def start_state(self) -> frozenset:
+        start = self.compiled.automaton.start()
+        return frozenset({(start, None)}) if start >= 0 else frozenset()
+
+    def advance(self, state: frozenset, token_id: int) -> frozenset | None:
+        return self.compiled.advance(state, token_id) if state else None
+
+    def fill_state(self, state: frozenset, row: np.ndarray) -> None:
+        if state:
+            row[:] = self.compiled.closure(state).row
+        else:
+            row[:] = 0
+
+    def state_accepting(self, state: frozenset) -> bool:
+        return bool(state) and self.compiled.closure(state).accepting
+
+    def state_finished(self, state: frozenset) -> bool:
+        return not state or not self.compiled.closure(state).row.any()

@@ -118,9 +118,11 @@ def candidate_classes(table: np.ndarray, min_bytes: int = 8) -> list[CharSet]:
     return list(found)
 
 
-def byte_table(acceptor: pynini.Fst) -> np.ndarray:
-    """The acceptor's transitions on bytes as an ``(n, 256)`` table (-1: dead)."""
+def byte_table(acceptor: pynini.Fst) -> tuple[np.ndarray, np.ndarray]:
+    """The acceptor's transitions on bytes as an ``(n, 256)`` table (-1: dead),
+    and which states have arcs that are not bytes or the end marker."""
     table = np.full((acceptor.num_states(), 256), -1, dtype=np.int32)
+    other = np.zeros(acceptor.num_states(), dtype=bool)
     src, byte, dst = [], [], []
     for s in acceptor.states():
         for arc in acceptor.arcs(s):
@@ -128,13 +130,19 @@ def byte_table(acceptor: pynini.Fst) -> np.ndarray:
                 src.append(s)
                 byte.append(arc.ilabel - 1)
                 dst.append(arc.nextstate)
+            elif arc.ilabel != END:
+                other[s] = True
     table[src, byte] = dst
-    return table
+    return table, other
 
 
-def closed_states(table: np.ndarray, charset: CharSet) -> tuple[np.ndarray, np.ndarray]:
+def closed_states(
+    table: np.ndarray, charset: CharSet, exclude: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(closed, next) per byte state for ``charset``: see the module docstring.
-    ``next`` is -1 where the class's characters are dead.
+    ``next`` is -1 where the class's characters are dead; states in
+    ``exclude`` (those with moves other than bytes: a pushdown automaton's
+    calls and returns) are never uniform.
 
     Conservative: a state where two bytes of one range of a UTF-8 sequence
     lead to different states counts as not uniform even if the walks later
@@ -156,6 +164,8 @@ def closed_states(table: np.ndarray, charset: CharSet) -> tuple[np.ndarray, np.n
         uniform &= ends == target
     if target is None:
         target = np.full(n, dead)
+    if exclude is not None:
+        uniform &= ~exclude
     nxt = np.where(uniform & (target != dead), target, -1).astype(np.int32)
     closed = uniform.copy()
     while True:  # closed: uniform, and the next state (if any) closed
@@ -218,13 +228,15 @@ def wildcard_detokenizer(vocab, classes, chars) -> tuple[pynini.Fst, Wildcards]:
     return fst.connect().arcsort("olabel"), wild
 
 
-def add_wildcard_arcs(acceptor: pynini.Fst, table: np.ndarray, classes) -> np.ndarray:
+def add_wildcard_arcs(
+    acceptor: pynini.Fst, table: np.ndarray, classes, exclude: np.ndarray | None = None
+) -> np.ndarray:
     """Give the byte acceptor its W arcs (closed states) and marker loops (states
     where wild tokens are spelled in bytes); returns, per state, the bit set of
     the classes it is closed for."""
     closed_for = np.zeros(table.shape[0], dtype=np.int32)
     for k, charset in enumerate(classes):
-        closed, nxt = closed_states(table, charset)
+        closed, nxt = closed_states(table, charset, exclude)
         closed_for |= closed.astype(np.int32) << k
         for q in np.flatnonzero(closed & (nxt >= 0)).tolist():
             acceptor.add_arc(q, pynini.Arc(WILD + k, WILD + k, ONE, int(nxt[q])))

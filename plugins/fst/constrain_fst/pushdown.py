@@ -1,0 +1,252 @@
+"""Grammars as pushdown automata (Koo et al. §4).
+
+A grammar (the core's ``GrammarIR``) becomes a recursive transition network
+over bytes: one acceptor per non-terminal whose arcs read bytes (its
+terminals' DFAs, each preceded by any number of ``%ignore``d terminals) or
+*call* another non-terminal. Assembled into one FST, a call arc p → r to B
+becomes an open parenthesis p → start(B) plus a close parenthesis from each
+final state of B back to r, one parenthesis pair per call site: a pushdown
+transducer (PDT) in OpenFst's sense. ``pynini.pdt_compose`` composes it with
+T_V, so tokens spanning terminals and non-terminals (``{"``, ``"]}``) are
+found by the composition; pynini cannot step a PDT, so the decoder keeps the
+stack (``PushdownCompiled``).
+
+Left recursion would make the decoder push forever without reading: direct
+left recursion (``A: A x | y``, which is what lark makes of ``x*``) is
+rewritten as ``A: y x*`` inside A's acceptor; any other cycle of calls that
+reads nothing raises ``UnsupportedConstraint``.
+"""
+
+from __future__ import annotations
+
+import pynini
+
+from constrain_api import ByteDFA, CompileLimitExceeded, GrammarIR, UnsupportedConstraint
+
+from .automata import END, ONE
+
+#: The non-terminal that calls the grammar's start, then reads the end marker.
+ROOT = "$root"
+#: Call labels inside a non-terminal's acceptor: ``CALL + index``.
+CALL = 1 << 20
+#: Parenthesis labels of the assembled PDT: open ``PAREN + 2k``, close ``PAREN + 2k + 1``.
+PAREN = 1 << 24
+
+
+def dfa_acceptor(dfa: ByteDFA) -> pynini.Fst:
+    """The strings of a byte DFA (full matches) as a pynini acceptor."""
+    fst = pynini.Fst()
+    if dfa.num_states == 0:
+        fst.set_start(fst.add_state())
+        return fst
+    fst.add_states(dfa.num_states)
+    fst.set_start(dfa.start)
+    rows = dfa.rows
+    for s in range(dfa.num_states):
+        if dfa.accepting[s]:
+            fst.set_final(s)
+        for b, nxt in enumerate(rows[s]):
+            if nxt >= 0:
+                fst.add_arc(s, pynini.Arc(b + 1, b + 1, ONE, nxt))
+    return fst
+
+
+def _epsilon() -> pynini.Fst:
+    fst = pynini.Fst()
+    fst.set_start(fst.add_state())
+    fst.set_final(0)
+    return fst
+
+
+def _label_acceptor(label: int) -> pynini.Fst:
+    fst = pynini.Fst()
+    a, b = fst.add_state(), fst.add_state()
+    fst.set_start(a)
+    fst.set_final(b)
+    fst.add_arc(a, pynini.Arc(label, label, ONE, b))
+    return fst
+
+
+class Network:
+    """The recursive transition network of a grammar, then its PDT."""
+
+    def __init__(self, ir: GrammarIR, backend: str, max_states: int) -> None:
+        self.backend = backend
+        self.max_states = max_states
+        dfas = {name: t.dfa(max_states=max_states) for name, t in ir.terminals.items()}
+        self.terminals = {name: dfa_acceptor(d) for name, d in dfas.items() if d.num_states}
+        rules = _productive(ir, set(self.terminals))
+        self.empty = ir.start not in rules
+        self.rules = _reachable(rules, ir.start) if not self.empty else {}
+        if not self.empty:  # the root calls start, then reads the end marker
+            self.rules[ROOT] = [(ir.start,)]
+        self.names = list(self.rules)
+        self.index = {name: i for i, name in enumerate(self.names)}
+        ignore = [self.terminals[n] for n in ir.ignore if n in self.terminals]
+        self.ignore = pynini.closure(pynini.union(*ignore)).optimize() if ignore else _epsilon()
+        self.acceptors = {name: self._acceptor(name) for name in self.names}
+        self._refuse_left_recursion(_nullable(self.rules, dfas))
+
+    def _sequence(self, symbols: tuple[str, ...]) -> pynini.Fst:
+        out = _epsilon()
+        for sym in symbols:
+            if sym in self.index:
+                part = _label_acceptor(CALL + self.index[sym])
+            else:
+                part = pynini.concat(self.ignore, self.terminals[sym])
+            out = pynini.concat(out, part)
+        return out
+
+    def _acceptor(self, name: str) -> pynini.Fst:
+        """A's acceptor: its rules' union; ``A: A x | y`` as ``y x*``."""
+        base = [r for r in self.rules[name] if not r or r[0] != name]
+        tails = [r[1:] for r in self.rules[name] if r and r[0] == name and len(r) > 1]
+        fst = pynini.union(*(self._sequence(r) for r in base))
+        if tails:
+            fst = pynini.concat(fst, pynini.closure(pynini.union(*map(self._sequence, tails))))
+        if name == ROOT:
+            fst = pynini.concat(fst, pynini.concat(self.ignore, _label_acceptor(END)))
+        fst = fst.optimize()
+        if fst.num_states() > self.max_states:
+            raise CompileLimitExceeded(
+                "max_states", self.max_states, fst.num_states(), f"the acceptor of {name}"
+            )
+        return fst
+
+    def _refuse_left_recursion(self, nullable: set[str]) -> None:
+        """A cycle of calls reading nothing (through nullable prefixes) would
+        let the decoder push without end: refuse it, naming the cycle."""
+        leading: dict[str, set[str]] = {}
+        for name, fst in self.acceptors.items():
+            found: set[str] = set()
+            todo, seen = [fst.start()], {fst.start()}
+            while todo:
+                for arc in fst.arcs(todo.pop()):
+                    if arc.ilabel >= CALL:
+                        callee = self.names[arc.ilabel - CALL]
+                        found.add(callee)
+                        if callee in nullable and arc.nextstate not in seen:
+                            seen.add(arc.nextstate)
+                            todo.append(arc.nextstate)
+            leading[name] = found
+        on_path: list[str] = []
+        done: set[str] = set()
+
+        def visit(name: str) -> None:
+            if name in on_path:
+                cycle = " → ".join([*on_path[on_path.index(name) :], name])
+                raise UnsupportedConstraint(
+                    self.backend,
+                    f"left recursion {cycle}",
+                    "a pushdown automaton would call without reading; only direct "
+                    "left recursion (A: A x | y) is rewritten",
+                )
+            if name in done:
+                return
+            on_path.append(name)
+            for callee in sorted(leading[name]):
+                visit(callee)
+            on_path.pop()
+            done.add(name)
+
+        for name in self.names:
+            visit(name)
+
+    def pdt(self) -> tuple[pynini.Fst, pynini.PdtParentheses, dict[int, int]]:
+        """One FST with a parenthesis pair per call site, every state final
+        (prefixes count); ``ROOT`` is where it starts. Returns it, the
+        parentheses, and each close label's open label."""
+        out = pynini.Fst()
+        if self.empty:
+            out.set_start(out.add_state())
+            return out, pynini.PdtParentheses(), {}
+        offset, starts, finals = {}, {}, {}
+        for name in self.names:
+            fst = self.acceptors[name]
+            offset[name] = out.num_states()
+            out.add_states(fst.num_states())
+            starts[name] = offset[name] + fst.start()
+            finals[name] = [
+                offset[name] + s
+                for s in fst.states()
+                if fst.final(s) != pynini.Weight.zero("tropical")
+            ]
+        parens = pynini.PdtParentheses()
+        closes: dict[int, int] = {}
+        pair = 0
+        for name in self.names:
+            fst, base = self.acceptors[name], offset[name]
+            for s in fst.states():
+                for arc in fst.arcs(s):
+                    if arc.ilabel < CALL:
+                        out.add_arc(
+                            base + s, pynini.Arc(arc.ilabel, arc.ilabel, ONE, base + arc.nextstate)
+                        )
+                        continue
+                    callee = self.names[arc.ilabel - CALL]
+                    open_, close = PAREN + 2 * pair, PAREN + 2 * pair + 1
+                    pair += 1
+                    parens.add_pair(open_, close)
+                    closes[close] = open_
+                    out.add_arc(base + s, pynini.Arc(open_, open_, ONE, starts[callee]))
+                    for f in finals[callee]:
+                        out.add_arc(f, pynini.Arc(close, close, ONE, base + arc.nextstate))
+        out.set_start(starts[ROOT])
+        for s in out.states():
+            out.set_final(s)
+        return out.arcsort("ilabel"), parens, closes
+
+
+def _productive(ir: GrammarIR, terminals: set[str]) -> dict[str, list[tuple[str, ...]]]:
+    """The rules whose symbols all derive some string, by non-terminal."""
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for rule in ir.rules:
+            if rule.lhs not in productive and all(
+                s in terminals or s in productive for s in rule.rhs
+            ):
+                productive.add(rule.lhs)
+                changed = True
+    rules: dict[str, list[tuple[str, ...]]] = {}
+    for rule in ir.rules:
+        if rule.lhs in productive and all(s in terminals or s in productive for s in rule.rhs):
+            rules.setdefault(rule.lhs, []).append(rule.rhs)
+    return rules
+
+
+def _reachable(rules, start: str) -> dict[str, list[tuple[str, ...]]]:
+    seen, todo = {start}, [start]
+    while todo:
+        for rhs in rules.get(todo.pop(), ()):
+            for s in rhs:
+                if s in rules and s not in seen:
+                    seen.add(s)
+                    todo.append(s)
+    return {name: rhs for name, rhs in rules.items() if name in seen}
+
+
+def _nullable(rules, dfas: dict[str, ByteDFA]) -> set[str]:
+    empty = {name for name, d in dfas.items() if d.num_states and d.accepts_empty()}
+    nullable: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, options in rules.items():
+            if name not in nullable and any(
+                all(s in empty or s in nullable for s in rhs) for rhs in options
+            ):
+                nullable.add(name)
+                changed = True
+    return nullable
+
+
+def pushdown_automaton(
+    detok: pynini.Fst, pdt: pynini.Fst, parens: pynini.PdtParentheses
+) -> pynini.Fst:
+    """T_V composed with the byte PDT (parentheses kept), projected on tokens,
+    epsilon-free: arcs read tokens, wildcard groups or parentheses. Not
+    determinized: a pushdown automaton's choices are resolved by the stack."""
+    composed = pynini.pdt_compose(detok, pdt, parens, left_pdt=False)
+    return composed.project("input").rmepsilon()

@@ -1,0 +1,135 @@
+"""Grammars as pushdown automata: masks equal the oracle's at every step
+(tokens spanning terminals and non-terminals, recursion, ambiguity,
+``%ignore``), left recursion rewritten or refused, empty languages."""
+
+from __future__ import annotations
+
+import pytest
+from constrain_conformance import checks, corpus, paths
+
+import constrain_api as ca
+
+KEYWORDS = corpus.KEYWORDS_GRAMMAR
+NESTED = corpus.NESTED_LIST_GRAMMAR
+CASES = {case.name: case for case in corpus.CASES}
+
+GRAMMARS = {
+    "balanced": ('start: "(" start ")" | "x"', ["((x))", "x"]),
+    "keywords": (KEYWORDS, corpus.KEYWORDS_DOCUMENTS),
+    "nested": (NESTED, corpus.NESTED_LIST_DOCUMENTS),
+    **{n: (CASES[n].spec.text, CASES[n].valid) for n in ("json", "c-subset", "xml-schema")},
+    "left-recursive": ('start: start "+" NUM | NUM\nNUM: /[0-9]+/', ["1+22+333", "7"]),
+    "nullable": ('start: a b "!"\na: "x"*\nb: "y"?', ["xxy!", "!", "y!"]),
+}
+
+
+@pytest.fixture(scope="module")
+def vocab() -> ca.Vocabulary:
+    return corpus.small_vocabulary()
+
+
+@pytest.fixture(scope="module")
+def naive() -> ca.Backend:
+    return ca.get("naive")
+
+
+def _paths(vocab, oracle, docs, seed, count=3):
+    return paths.sample_paths(vocab, oracle, docs, seed, random_count=count)
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_masks_equal_the_oracles(vocab, naive, name):
+    text, docs = GRAMMARS[name]
+    spec = ca.Grammar(text)
+    compiled, oracle = ca.get("fst").compile(spec, vocab), naive.compile(spec, vocab)
+    for path in _paths(vocab, oracle, docs, name):
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, result.describe(vocab)
+
+
+def test_without_wildcards_too(vocab, naive):
+    text, docs = GRAMMARS["json"]
+    spec = ca.Grammar(text)
+    compiled = ca.get("fst", wildcards=False).compile(spec, vocab)
+    assert compiled.stats.extra["wildcard_classes"] == 0
+    oracle = naive.compile(spec, vocab)
+    for path in _paths(vocab, oracle, docs, "plain"):
+        assert checks.compare_masks(compiled, oracle, path).exact
+
+
+def test_tokens_spanning_terminals_and_non_terminals(naive):
+    tokens = [b"{", b"}", b'"', b"a", b":", b",", b"1", b'{"', b'":', b'",', b'"}', b'":1}']
+    tokens += [b"[", b"]", b"[[", b"]]", b"1]]", b"<eos>"]
+    vocab = ca.Vocabulary.from_list(tokens, eos=["<eos>"], special=["<eos>"])
+    spec = ca.Grammar(corpus.JSON_GRAMMAR)
+    checker = ca.get("fst").compile(spec, vocab).checker()
+    reference = naive.compile(spec, vocab).checker()
+    for token in (b"[[", b"[", b'{"', b"a", b'":1}', b"]]", b"]"):
+        assert checker.mask() == reference.mask(), token
+        assert checker.accepts(tokens.index(token)), token
+        checker.update([tokens.index(token)])
+        reference.update([tokens.index(token)])
+    assert checker.is_accepting()
+    assert not checker.accepts(tokens.index(b"]"))
+
+
+def test_an_open_choice_between_calls_keeps_several_configurations(vocab):
+    """Inside one non-terminal the acceptor is determinized ("if" the keyword
+    and "if" the start of a name are one state); a choice between calls stays
+    open as two configurations until the text decides."""
+    grammar = 'start: a | b\na: "x" "y"\nb: "x" "z"'
+    checker = ca.get("fst").compile(ca.Grammar(grammar), vocab).checker()
+    checker.update(vocab.encode("x"))
+    assert len(checker.state) == 2
+    checker.update(vocab.encode("z"))
+    assert checker.is_accepting() and len(checker.state) == 1
+
+
+def test_rollback_and_fork_keep_the_stack(vocab):
+    compiled = ca.get("fst").compile(ca.Grammar(NESTED), vocab)
+    checker = compiled.checker()
+    checker.update(vocab.encode("[[1,"))
+    fork = checker.fork()
+    checker.update(vocab.encode("2]]"))
+    assert checker.is_accepting()
+    checker.rollback(len(vocab.encode("2]]")))
+    assert checker.mask() == fork.mask() and not checker.is_accepting()
+    fork.update(vocab.encode("[]]]"))
+    assert fork.is_accepting()
+
+
+def test_indirect_left_recursion_is_refused(vocab):
+    grammar = 'start: a "x" | "y"\na: start "z"'
+    with pytest.raises(ca.UnsupportedConstraint, match="left recursion"):
+        ca.get("fst").compile(ca.Grammar(grammar), vocab)
+    hidden = 'start: e start "x" | "y"\ne: "z"?'  # through a nullable prefix
+    with pytest.raises(ca.UnsupportedConstraint, match="left recursion"):
+        ca.get("fst").compile(ca.Grammar(hidden), vocab)
+
+
+def test_a_grammar_with_no_string_allows_nothing(vocab):
+    checker = ca.get("fst").compile(ca.Grammar('start: "a" start'), vocab).checker()
+    assert checker.mask().count() == 0 and not checker.is_accepting()
+
+
+def test_recursive_json_schema(vocab, naive):
+    schema = corpus.TREE_SCHEMA
+    spec = ca.JsonSchema(schema)
+    compiled, oracle = ca.get("fst").compile(spec, vocab), naive.compile(spec, vocab)
+    for path in _paths(vocab, oracle, [], "tree", count=4):
+        assert checks.compare_masks(compiled, oracle, path).exact
+
+
+@pytest.mark.shared
+def test_json_grammar_on_llama3(naive):
+    try:
+        vocab = corpus.real_vocabulary("llama3")
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    spec = ca.Grammar(corpus.JSON_GRAMMAR)
+    compiled, oracle = ca.get("fst").compile(spec, vocab), naive.compile(spec, vocab)
+    assert compiled.stats.extra["wildcard_classes"] >= 1
+    docs = ['{"a": [1, 2.5, {"b": null}], "c": "x y"}']
+    for path in _paths(vocab, oracle, docs, "llama3", count=1):
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, result.describe(vocab)
