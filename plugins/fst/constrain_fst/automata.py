@@ -7,6 +7,8 @@ end marker is ``END``; token ``i`` is input label ``i + 1``.
 
 from __future__ import annotations
 
+import functools
+
 import pynini
 
 from constrain_api.automata import (
@@ -59,7 +61,12 @@ def _nothing() -> pynini.Fst:
 
 
 def charset_acceptor(cs: CharSet) -> pynini.Fst:
-    """The UTF-8 encodings of the characters of ``cs``."""
+    """The UTF-8 encodings of the characters of ``cs`` (a fresh copy)."""
+    return _charset_acceptor(cs).copy()
+
+
+@functools.lru_cache(maxsize=1024)
+def _charset_acceptor(cs: CharSet) -> pynini.Fst:
     seqs = utf8_sequences(cs)
     if not seqs:
         return _nothing()
@@ -68,7 +75,10 @@ def charset_acceptor(cs: CharSet) -> pynini.Fst:
 
 def to_fsa(node: Node) -> pynini.Fst:
     """The byte acceptor of a regex AST, with pynini's union, concatenation
-    and closure (intersection and difference for lookarounds)."""
+    and closure (intersection and difference for lookarounds). Optimized
+    (epsilon-free, determinized, minimized) where it is copied — under a
+    repetition — and by the caller at the top; not at every node, which cost
+    more than it saved."""
     if isinstance(node, Empty):
         return _epsilon()
     if isinstance(node, CharSet):
@@ -78,10 +88,10 @@ def to_fsa(node: Node) -> pynini.Fst:
     if isinstance(node, Seq):
         out = _epsilon()
         for part in node.parts:
-            out = pynini.concat(out, to_fsa(part))
-        return out.optimize()
+            out.concat(to_fsa(part))
+        return out
     if isinstance(node, Alt):
-        return pynini.union(*(to_fsa(o) for o in node.options)).optimize()
+        return pynini.union(*(to_fsa(o) for o in node.options))
     if isinstance(node, Repeat):
         inner = to_fsa(node.node)
         if node.max is None:

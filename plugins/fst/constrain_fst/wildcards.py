@@ -41,7 +41,7 @@ from constrain_api.automata import CharSet, utf8_sequences
 from .automata import END, ONE, add_trie
 
 #: At most this many wildcard classes per constraint (the markers number 2**k - 1).
-MAX_CLASSES = 3
+MAX_CLASSES = 4
 #: Output label of the wildcard symbol of class k is ``WILD + k``; marker S is ``MARK + S``.
 WILD = END + 1
 MARK = WILD + MAX_CLASSES
@@ -188,18 +188,13 @@ class Wildcards:
     chars: tuple[np.ndarray, ...]
     groups: dict[int, tuple[int, int]]
 
-    def token_sets(self, size: int) -> np.ndarray:
-        """Per token id, the bit set of the classes it is wild for."""
-        sets = np.zeros(size, dtype=np.int32)
-        for k, chars in enumerate(self.chars):
-            sets |= (chars > 0).astype(np.int32) << k
-        return sets
-
 
 def wildcard_detokenizer(vocab, classes, chars) -> tuple[pynini.Fst, Wildcards]:
     """T_V with wildcard spellings for the given classes (see the module docstring)."""
-    wild = Wildcards(tuple(classes), tuple(chars), {})
-    sets = wild.token_sets(vocab.size)
+    groups: dict[int, tuple[int, int]] = {}
+    sets = np.zeros(vocab.size, dtype=np.int32)  # per token, the classes it is wild for
+    for k, counts in enumerate(chars):
+        sets |= (counts > 0).astype(np.int32) << k
     fst = pynini.Fst()
     root = fst.add_state()
     fst.set_start(root)
@@ -218,14 +213,14 @@ def wildcard_detokenizer(vocab, classes, chars) -> tuple[pynini.Fst, Wildcards]:
         for j in range(1, int(counts.max(initial=0)) + 1):
             if (counts == j).any():
                 fst.add_arc(state, pynini.Arc(label, WILD + k, ONE, root))
-                wild.groups[label] = (k, j)
+                groups[label] = (k, j)
                 label += 1
             nxt = fst.add_state()
             fst.add_arc(state, pynini.Arc(0, WILD + k, ONE, nxt))
             state = nxt
     for eos in sorted(vocab.eos_ids):
         fst.add_arc(root, pynini.Arc(eos + 1, END, ONE, root))
-    return fst.connect().arcsort("olabel"), wild
+    return fst.connect().arcsort("olabel"), Wildcards(tuple(classes), tuple(chars), groups)
 
 
 def add_wildcard_arcs(
