@@ -22,9 +22,11 @@ keeps a set of (state, stack) configurations.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,6 +45,7 @@ from constrain_api import (
 )
 from constrain_api.automata import CharSet, regular_node
 
+from . import diskcache
 from .automata import prefix_acceptor, token_automaton
 from .pushdown import PAREN, Network, pushdown_automaton
 from .wildcards import (
@@ -74,7 +77,8 @@ class FSTBackend(BaseBackend):
     ``max_states`` bounds the constraint's byte automaton and the token
     automaton (``CompileLimitExceeded``); ``max_composed_arcs`` (default
     600,000) bounds the estimated size of the composition — tokens spelled
-    byte by byte from wide states — which OpenFst cannot interrupt.
+    byte by byte from wide states — which OpenFst cannot interrupt;
+    ``cache_dir`` (constructor only) keeps T_V on disk in OpenFst's format.
     """
 
     name = "fst"
@@ -92,10 +96,12 @@ class FSTBackend(BaseBackend):
         max_states: int = 100_000,
         max_composed_arcs: int = 600_000,
         wildcards: bool = True,
+        cache_dir: str | os.PathLike[str] | None = None,
     ):
         self.max_states = max_states
         self.max_composed_arcs = max_composed_arcs
         self.wildcards = wildcards
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._detokenizers: OrderedDict[tuple, tuple[Any, Wildcards]] = OrderedDict()
         self._texts: dict[str, TokenText] = {}
         self._chars: dict[tuple[str, CharSet], np.ndarray] = {}
@@ -220,15 +226,22 @@ class FSTBackend(BaseBackend):
         return chars
 
     def _detokenizer(self, vocab: Vocabulary, classes=()) -> tuple[Any, Wildcards]:
-        """T_V (with wildcard spellings for ``classes``), built once and kept."""
+        """T_V (with wildcard spellings for ``classes``), built once and kept
+        in memory, and on disk under ``cache_dir`` when one is given."""
         key = (vocab.fingerprint, tuple(classes))
         with self._lock:
             found = self._detokenizers.get(key)
             if found is not None:
                 self._detokenizers.move_to_end(key)
                 return found
-        chars = [self._wild_chars(vocab, c) for c in classes]
-        found = wildcard_detokenizer(vocab, classes, chars)
+        found = None
+        if self.cache_dir is not None:
+            found = diskcache.load(self.cache_dir, vocab.fingerprint, tuple(classes), vocab.size)
+        if found is None:
+            chars = [self._wild_chars(vocab, c) for c in classes]
+            found = wildcard_detokenizer(vocab, classes, chars)
+            if self.cache_dir is not None:
+                diskcache.store(self.cache_dir, vocab.fingerprint, *found, vocab.size)
         with self._lock:
             self._detokenizers[key] = found
             while len(self._detokenizers) > KEEP_DETOKENIZERS:

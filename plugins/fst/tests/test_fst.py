@@ -5,7 +5,9 @@ Llama-3 (Koo et al.'s five workloads)."""
 from __future__ import annotations
 
 import random
+from unittest import mock
 
+import numpy as np
 import pytest
 from constrain_conformance import paths
 from constrain_conformance.corpus import (
@@ -130,3 +132,23 @@ def test_empty_language_allows_nothing(fst):
     vocab = small_vocabulary()
     checker = fst.compile(ca.Regex("a[^\\x00-\\U0010ffff]"), vocab).checker()
     assert checker.mask().count() == 0
+
+
+def test_the_detokenizer_cache_on_disk(tmp_path, naive):
+    vocab = small_vocabulary()
+    spec = SPECS["quoted-text"]
+    first = ca.get("fst", cache_dir=tmp_path).compile(spec, vocab)
+    files = sorted(p.suffix for p in tmp_path.iterdir())
+    assert files == [".fst", ".npz"]  # OpenFst's format and a pickle-free npz
+    with np.load(next(tmp_path.glob("*.npz")), allow_pickle=False) as data:
+        assert data["chars"].shape == (first.stats.extra["wildcard_classes"], vocab.size)
+    # a fresh backend reads it back instead of building it, and masks agree
+    backend = ca.get("fst", cache_dir=tmp_path)
+    with mock.patch("constrain_fst.backend.wildcard_detokenizer") as build:
+        again = backend.compile(spec, vocab)
+    build.assert_not_called()
+    _assert_same_masks(again, naive.compile(spec, vocab), vocab, "disk", 3)
+    # a damaged file is ignored and rebuilt, never trusted
+    next(tmp_path.glob("*.fst")).write_bytes(b"not an fst")
+    rebuilt = ca.get("fst", cache_dir=tmp_path).compile(spec, vocab)
+    _assert_same_masks(rebuilt, naive.compile(spec, vocab), vocab, "damaged", 2)

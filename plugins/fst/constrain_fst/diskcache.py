@@ -1,0 +1,68 @@
+"""T_V on disk, in safe formats: the transducer in OpenFst's own binary format
+(``Fst.write``/``Fst.read``), its wildcard tables in a NumPy ``.npz`` read with
+``allow_pickle=False``. Nothing is ever unpickled.
+
+One pair of files per (vocabulary fingerprint, wildcard class set); written
+to a temporary name and renamed, so a reader never sees half a file. A file
+that cannot be read back, or whose tables do not fit the vocabulary, is
+ignored (and rebuilt by the caller), never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pynini
+
+from constrain_api.automata import CharSet
+
+from .wildcards import Wildcards
+
+
+def _stem(fingerprint: str, classes: tuple[CharSet, ...]) -> str:
+    text = repr([c.ranges for c in classes]).encode()
+    return f"tv-{fingerprint[:24]}-{hashlib.sha256(text).hexdigest()[:16]}"
+
+
+def load(folder: Path, fingerprint: str, classes: tuple[CharSet, ...], size: int):
+    """(T_V, Wildcards) from ``folder``, or None if absent or not usable."""
+    stem = folder / _stem(fingerprint, classes)
+    try:
+        with np.load(stem.with_suffix(".npz"), allow_pickle=False) as data:
+            chars = data["chars"]
+            labels, ks, js = data["labels"], data["k"], data["j"]
+            stored = str(data["fingerprint"])
+        fst = pynini.Fst.read(str(stem.with_suffix(".fst")))
+    except (OSError, KeyError, ValueError, pynini.FstIOError):
+        return None
+    if stored != fingerprint or chars.shape != (len(classes), size):
+        return None
+    groups = {int(a): (int(b), int(c)) for a, b, c in zip(labels, ks, js, strict=True)}
+    return fst, Wildcards(classes, tuple(chars), groups)
+
+
+def store(folder: Path, fingerprint: str, fst: pynini.Fst, wild: Wildcards, size: int) -> None:
+    """Write T_V and its tables (atomically: temporary names, then renames)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / _stem(fingerprint, wild.classes)
+    items = sorted(wild.groups.items())
+    chars = np.stack(wild.chars) if wild.chars else np.zeros((0, size), dtype=np.int32)
+    with tempfile.NamedTemporaryFile(dir=folder, suffix=".npz", delete=False) as f:
+        np.savez(
+            f,
+            chars=chars,
+            labels=np.array([a for a, _ in items], dtype=np.int64),
+            k=np.array([k for _, (k, _) in items], dtype=np.int64),
+            j=np.array([j for _, (_, j) in items], dtype=np.int64),
+            fingerprint=np.array(fingerprint),
+        )
+    tables = f.name
+    fd, transducer = tempfile.mkstemp(dir=folder, suffix=".fst")
+    os.close(fd)
+    fst.write(transducer)
+    os.replace(transducer, stem.with_suffix(".fst"))
+    os.replace(tables, stem.with_suffix(".npz"))
