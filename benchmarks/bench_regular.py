@@ -91,8 +91,10 @@ def test_fst_detokenizer(benchmark, llama3, wildcard):
     if wildcard != "none":
         # [^"\\\x00-\x1f]: the characters of a JSON string
         classes = [CharSet(((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)))]
-    chars = [backend._wild_chars(llama3, c) for c in classes]
-    benchmark.pedantic(wildcard_detokenizer, args=(llama3, classes, chars), rounds=3, iterations=1)
+    tables = backend._wildcard_tables(llama3, classes)
+    benchmark.pedantic(
+        wildcard_detokenizer, args=(llama3, classes, *tables), rounds=3, iterations=1
+    )
 
 
 @pytest.mark.parametrize("wildcards", [True, False])

@@ -104,13 +104,14 @@ def to_fsa(node: Node) -> pynini.Fst:
     raise TypeError(f"not a regex AST node: {node!r}")
 
 
-def add_trie(fst: pynini.Fst, entry: int, exit: int, vocab, ids) -> None:
+def add_trie(fst: pynini.Fst, entry: int, exit: int, vocab, ids, skip: int = 0) -> None:
     """Spell the tokens ``ids`` from state ``entry``: a trie of their bytes
     (input epsilon, shared prefixes), the last arc reading the token id and
-    going to ``exit`` (normal tokens are never empty)."""
+    going to ``exit``. ``skip``: leading bytes already read (at least one
+    byte must remain; normal tokens are never empty)."""
     nodes: dict[bytes, int] = {b"": entry}
     for token_id in ids:
-        data = vocab.token_bytes(token_id)
+        data = vocab.token_bytes(token_id)[skip:]
         state = entry
         for k in range(1, len(data)):
             prefix = data[:k]

@@ -56,6 +56,7 @@ from .wildcards import (
     byte_table,
     candidate_classes,
     closed_states,
+    first_chars,
     token_text,
     wild_chars,
     wildcard_detokenizer,
@@ -104,7 +105,7 @@ class FSTBackend(BaseBackend):
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._detokenizers: OrderedDict[tuple, tuple[Any, Wildcards]] = OrderedDict()
         self._texts: dict[str, TokenText] = {}
-        self._chars: dict[tuple[str, CharSet], np.ndarray] = {}
+        self._chars: dict[tuple[str, CharSet], tuple[np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
 
     def build(self, spec, vocab: Vocabulary, **options: Any) -> BaseCompiled:
@@ -173,7 +174,7 @@ class FSTBackend(BaseBackend):
         (at most ``MAX_CLASSES``)."""
         options = []
         for charset in candidate_classes(table):
-            count = int(np.count_nonzero(self._wild_chars(vocab, charset)))
+            count = int(np.count_nonzero(self._wild_chars(vocab, charset)[0]))
             if count * WILD_SHARE < vocab.size:
                 continue
             closed, nxt = closed_states(table, charset, calls)
@@ -218,12 +219,18 @@ class FSTBackend(BaseBackend):
                 text = self._texts[vocab.fingerprint] = token_text(vocab)
             return text
 
-    def _wild_chars(self, vocab: Vocabulary, charset: CharSet) -> np.ndarray:
+    def _wild_chars(self, vocab: Vocabulary, charset: CharSet) -> tuple[np.ndarray, np.ndarray]:
         key = (vocab.fingerprint, charset)
-        chars = self._chars.get(key)
-        if chars is None:
-            chars = self._chars[key] = wild_chars(self._token_text(vocab), charset)
-        return chars
+        found = self._chars.get(key)
+        if found is None:
+            found = self._chars[key] = wild_chars(self._token_text(vocab), charset)
+        return found
+
+    def _wildcard_tables(self, vocab: Vocabulary, classes) -> tuple[list, list, np.ndarray]:
+        """``wildcard_detokenizer``'s per-class counts and first characters."""
+        pairs = [self._wild_chars(vocab, c) for c in classes]
+        first = first_chars(self._token_text(vocab))
+        return [p[0] for p in pairs], [p[1] for p in pairs], first
 
     def _detokenizer(self, vocab: Vocabulary, classes=()) -> tuple[Any, Wildcards]:
         """T_V (with wildcard spellings for ``classes``), built once and kept
@@ -238,8 +245,7 @@ class FSTBackend(BaseBackend):
         if self.cache_dir is not None:
             found = diskcache.load(self.cache_dir, vocab.fingerprint, tuple(classes), vocab.size)
         if found is None:
-            chars = [self._wild_chars(vocab, c) for c in classes]
-            found = wildcard_detokenizer(vocab, classes, chars)
+            found = wildcard_detokenizer(vocab, classes, *self._wildcard_tables(vocab, classes))
             if self.cache_dir is not None:
                 diskcache.store(self.cache_dir, vocab.fingerprint, *found, vocab.size)
         with self._lock:
@@ -253,12 +259,14 @@ class StateInfo:
     """One state of the token automaton, read once: token and group moves,
     parenthesis moves (pushdown automata only), the packed row, EOS."""
 
-    __slots__ = ("accepting", "closes", "groups", "moves", "opens", "row")
+    __slots__ = ("accepting", "closes", "groups", "heads", "moves", "opens", "row")
 
     def __init__(self, compiled: FSTCompiled, s: int):
         vocab = compiled.vocab
+        wild = compiled.wild
         self.moves: dict[int, int] = {}
         self.groups: dict[tuple[int, int], int] = {}
+        self.heads: dict[tuple[int, int, int], int] = {}  # (class, first char, rest) → next
         self.opens: list[tuple[int, int]] = []  # (open label, next)
         self.closes: list[tuple[int, int]] = []  # (matching open label, next)
         self.accepting = False
@@ -271,18 +279,26 @@ class StateInfo:
                     self.closes.append((compiled.closes[label], arc.nextstate))
                 else:
                     self.opens.append((label, arc.nextstate))
-            elif label > vocab.size:
-                self.groups[compiled.wild.groups[label]] = arc.nextstate
+            elif label in wild.groups:
+                self.groups[wild.groups[label]] = arc.nextstate
+            elif label in wild.heads:
+                self.heads[wild.heads[label]] = arc.nextstate
             else:
                 self.moves[label - 1] = arc.nextstate
         allowed = np.zeros(-(-vocab.size // 32) * 32, dtype=bool)
         allowed[np.fromiter(self.moves, dtype=np.int64, count=len(self.moves))] = True
-        for k, chars in enumerate(compiled.wild.chars):
+        for k, chars in enumerate(wild.chars):
             lengths = [j for (c, j) in self.groups if c == k]
             if lengths:
                 table = np.zeros(int(chars.max()) + 1, dtype=bool)
                 table[lengths] = True
                 allowed[: vocab.size] |= table[chars]
+        for k, tails in enumerate(wild.tails):
+            keys = [(h, j) for (c, h, j) in self.heads if c == k]
+            if keys:  # a 2-D table: first character × characters after it
+                table = np.zeros((int(wild.head_ids.max()) + 1, int(tails.max()) + 1), dtype=bool)
+                table[tuple(zip(*keys, strict=True))] = True
+                allowed[: vocab.size] |= table[wild.head_ids, tails]
         self.row = np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)
 
     def advance(self, wild: Wildcards, token_id: int) -> int | None:
@@ -293,11 +309,17 @@ class StateInfo:
                 j = int(chars[token_id])
                 if j and (k, j) in self.groups:
                     return self.groups[k, j]
+        if nxt is None and self.heads:
+            h = int(wild.head_ids[token_id])
+            for k, tails in enumerate(wild.tails):
+                key = (k, h, int(tails[token_id]))
+                if key[2] and key in self.heads:
+                    return self.heads[key]
         return nxt
 
     @property
     def has_tokens(self) -> bool:
-        return bool(self.moves or self.groups)
+        return bool(self.moves or self.groups or self.heads)
 
 
 class FSTCompiled(BaseCompiled):

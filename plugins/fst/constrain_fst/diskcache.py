@@ -33,31 +33,34 @@ def load(folder: Path, fingerprint: str, classes: tuple[CharSet, ...], size: int
     stem = folder / _stem(fingerprint, classes)
     try:
         with np.load(stem.with_suffix(".npz"), allow_pickle=False) as data:
-            chars = data["chars"]
-            labels, ks, js = data["labels"], data["k"], data["j"]
+            chars, tails, head_ids = data["chars"], data["tails"], data["head_ids"]
+            groups = {int(a): (int(b), int(c)) for a, b, c in data["groups"].tolist()}
+            heads = {int(a): (int(b), int(c), int(d)) for a, b, c, d in data["heads"].tolist()}
             stored = str(data["fingerprint"])
         fst = pynini.Fst.read(str(stem.with_suffix(".fst")))
-    except (OSError, KeyError, ValueError, pynini.FstIOError):
+    except (OSError, KeyError, ValueError, TypeError, pynini.FstIOError):
         return None
-    if stored != fingerprint or chars.shape != (len(classes), size):
+    shape = (len(classes), size)
+    if stored != fingerprint or chars.shape != shape or tails.shape != shape:
         return None
-    groups = {int(a): (int(b), int(c)) for a, b, c in zip(labels, ks, js, strict=True)}
-    return fst, Wildcards(classes, tuple(chars), groups)
+    ids = head_ids if head_ids.shape == (size,) else None
+    wild = Wildcards(classes, tuple(chars), groups, tuple(tails), ids, heads)
+    return fst, wild
 
 
 def store(folder: Path, fingerprint: str, fst: pynini.Fst, wild: Wildcards, size: int) -> None:
     """Write T_V and its tables (atomically: temporary names, then renames)."""
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / _stem(fingerprint, wild.classes)
-    items = sorted(wild.groups.items())
-    chars = np.stack(wild.chars) if wild.chars else np.zeros((0, size), dtype=np.int32)
+    empty = np.zeros((0, size), dtype=np.int32)
     with tempfile.NamedTemporaryFile(dir=folder, suffix=".npz", delete=False) as f:
         np.savez(
             f,
-            chars=chars,
-            labels=np.array([a for a, _ in items], dtype=np.int64),
-            k=np.array([k for _, (k, _) in items], dtype=np.int64),
-            j=np.array([j for _, (_, j) in items], dtype=np.int64),
+            chars=np.stack(wild.chars) if wild.chars else empty,
+            tails=np.stack(wild.tails) if wild.tails else empty,
+            head_ids=wild.head_ids if wild.head_ids is not None else np.zeros(0, np.int32),
+            groups=np.array([(a, *g) for a, g in wild.groups.items()], np.int64).reshape(-1, 3),
+            heads=np.array([(a, *h) for a, h in wild.heads.items()], np.int64).reshape(-1, 4),
             fingerprint=np.array(fingerprint),
         )
     tables = f.name

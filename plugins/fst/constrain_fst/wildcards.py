@@ -22,6 +22,12 @@ Here, for a wildcard class C:
   the token is wild for), which the acceptor reads only at states closed for
   no class in S.
 
+* a token whose first character is outside C and the rest inside it is
+  *headed*: spelled with ``HEAD``, its first character's bytes, then either
+  ``SWITCH`` (read where C is closed in the middle of a token) and the
+  wildcard symbols with a group label per (class, first character, rest),
+  or ``STAY`` (read elsewhere) and the rest in bytes.
+
 Every token is thus spelled at every state by bytes or by wildcards, never
 lost; both spellings, where both exist, reach the same state. The token
 automaton has arcs for group labels and for the remaining single tokens; a
@@ -31,7 +37,7 @@ containing a quote, partial UTF-8 characters, …) stay plain bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pynini
@@ -42,9 +48,15 @@ from .automata import END, ONE, add_trie
 
 #: At most this many wildcard classes per constraint (the markers number 2**k - 1).
 MAX_CLASSES = 4
-#: Output label of the wildcard symbol of class k is ``WILD + k``; marker S is ``MARK + S``.
+#: Output labels: the wildcard symbol of class k is ``WILD + k``; the marker
+#: of class set S is ``MARK + S``; ``HEAD`` starts a spelling by first
+#: character, after which ``SWITCH + k`` switches to wildcards of class k and
+#: ``STAY + S`` stays with bytes.
 WILD = END + 1
 MARK = WILD + MAX_CLASSES
+SWITCH = MARK + (1 << MAX_CLASSES)
+HEAD = SWITCH + MAX_CLASSES
+STAY = HEAD + 1
 
 
 @dataclass(frozen=True)
@@ -82,18 +94,31 @@ def token_text(vocab) -> TokenText:
     )
 
 
-def wild_chars(text: TokenText, charset: CharSet) -> np.ndarray:
-    """Per token id: its number of characters if all are in ``charset``, else 0."""
-    out = np.zeros(text.size, dtype=np.int32)
+def wild_chars(text: TokenText, charset: CharSet) -> tuple[np.ndarray, np.ndarray]:
+    """Per token id: (its number of characters if all are in ``charset``,
+    else 0; its number of characters after the first if those are all in
+    ``charset`` but the first is not, else 0)."""
+    chars = np.zeros(text.size, dtype=np.int32)
+    tails = np.zeros(text.size, dtype=np.int32)
     if not len(text.valid_ids) or not charset.ranges:
-        return out
+        return chars, tails
     lo = np.array([r[0] for r in charset.ranges], dtype=np.int32)
     hi = np.array([r[1] for r in charset.ranges], dtype=np.int32)
     at = np.searchsorted(lo, text.code_points, side="right") - 1
     outside = (at < 0) | (text.code_points > hi[np.maximum(at, 0)])
     bad = np.add.reduceat(outside.astype(np.int32), text.starts)
+    first_out = outside[text.starts]
     wild = bad == 0
-    out[text.valid_ids[wild]] = text.lengths[wild]
+    chars[text.valid_ids[wild]] = text.lengths[wild]
+    headed = first_out & (bad == 1) & (text.lengths > 1)
+    tails[text.valid_ids[headed]] = text.lengths[headed] - 1
+    return chars, tails
+
+
+def first_chars(text: TokenText) -> np.ndarray:
+    """Per token id, the code point of its first character (-1: not valid UTF-8)."""
+    out = np.full(text.size, -1, dtype=np.int32)
+    out[text.valid_ids] = text.code_points[text.starts]
     return out
 
 
@@ -140,14 +165,24 @@ def closed_states(
     table: np.ndarray, charset: CharSet, exclude: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(closed, next) per byte state for ``charset``: see the module docstring.
-    ``next`` is -1 where the class's characters are dead; states in
+    ``next`` is -1 where the class's characters are dead. States in
     ``exclude`` (those with moves other than bytes: a pushdown automaton's
-    calls and returns) are never uniform.
+    calls and returns) may start a closed chain but never continue one: a
+    token that starts there may take those moves first, and is then read
+    from where they lead; in the middle of a token it could not.
 
     Conservative: a state where two bytes of one range of a UTF-8 sequence
     lead to different states counts as not uniform even if the walks later
     meet again (they would be spelled in bytes: slower, still exact).
     """
+    start, _, nxt = closed_chains(table, charset, exclude)
+    return start, nxt
+
+
+def closed_chains(
+    table: np.ndarray, charset: CharSet, exclude: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(closed where a token starts, closed in the middle of a token, next)."""
     n = table.shape[0]
     dead = n  # an extra row that stays dead, so -1 never indexes a real row
     padded = np.vstack([np.where(table < 0, dead, table), np.full((1, 256), dead)])
@@ -164,43 +199,58 @@ def closed_states(
         uniform &= ends == target
     if target is None:
         target = np.full(n, dead)
-    if exclude is not None:
-        uniform &= ~exclude
     nxt = np.where(uniform & (target != dead), target, -1).astype(np.int32)
-    closed = uniform.copy()
+    inner = uniform & ~exclude if exclude is not None else uniform
+    strict = inner.copy()
     while True:  # closed: uniform, and the next state (if any) closed
-        update = uniform & ((nxt < 0) | closed[np.maximum(nxt, 0)])
-        if (update == closed).all():
-            return closed, nxt
-        closed = update
+        update = inner & ((nxt < 0) | strict[np.maximum(nxt, 0)])
+        if (update == strict).all():
+            break
+        strict = update
+    start = uniform & ((nxt < 0) | strict[np.maximum(nxt, 0)])
+    return start, strict, nxt
 
 
 @dataclass(frozen=True)
 class Wildcards:
     """The wildcard classes of one constraint on one vocabulary.
 
-    ``chars[k]`` is the per-token character count for class k (see
-    ``wild_chars``); ``groups[label]`` is the (class, characters) pair a group
-    input label stands for.
+    ``chars[k]`` and ``tails[k]`` are the per-token counts of ``wild_chars``
+    for class k; ``groups[label]`` is the (class, characters) pair a group
+    input label stands for, ``heads[label]`` the (class, first character,
+    characters after it) triple of a group spelled by first character;
+    ``head_ids`` numbers each such token's first character (``len`` of the
+    first characters for the other tokens).
     """
 
     classes: tuple[CharSet, ...]
     chars: tuple[np.ndarray, ...]
     groups: dict[int, tuple[int, int]]
+    tails: tuple[np.ndarray, ...] = ()
+    head_ids: np.ndarray | None = None
+    heads: dict[int, tuple[int, int, int]] = field(default_factory=dict)
 
 
-def wildcard_detokenizer(vocab, classes, chars) -> tuple[pynini.Fst, Wildcards]:
-    """T_V with wildcard spellings for the given classes (see the module docstring)."""
+def wildcard_detokenizer(
+    vocab, classes, chars, tails=(), first: np.ndarray | None = None
+) -> tuple[pynini.Fst, Wildcards]:
+    """T_V with wildcard spellings for the given classes (see the module
+    docstring): ``chars``/``tails`` per class from ``wild_chars``, ``first``
+    from ``first_chars`` (needed when ``tails`` are given)."""
     groups: dict[int, tuple[int, int]] = {}
     sets = np.zeros(vocab.size, dtype=np.int32)  # per token, the classes it is wild for
     for k, counts in enumerate(chars):
         sets |= (counts > 0).astype(np.int32) << k
+    heads_of = np.zeros(vocab.size, dtype=np.int32)  # ... and those it is headed-wild for
+    for k, counts in enumerate(tails):
+        heads_of |= (counts > 0).astype(np.int32) << k
+    heads_of[sets != 0] = 0  # a token wild for some class is spelled from its start
     fst = pynini.Fst()
     root = fst.add_state()
     fst.set_start(root)
     fst.set_final(root)
     normal = vocab.normal_ids()
-    add_trie(fst, root, root, vocab, normal[sets[normal] == 0].tolist())
+    add_trie(fst, root, root, vocab, normal[(sets[normal] == 0) & (heads_of[normal] == 0)].tolist())
     for s in range(1, 1 << len(classes)):
         ids = normal[sets[normal] == s].tolist()
         if ids:
@@ -209,36 +259,107 @@ def wildcard_detokenizer(vocab, classes, chars) -> tuple[pynini.Fst, Wildcards]:
             add_trie(fst, entry, root, vocab, ids)
     label = vocab.size + 1
     for k, counts in enumerate(chars):
-        state = root
-        for j in range(1, int(counts.max(initial=0)) + 1):
-            if (counts == j).any():
-                fst.add_arc(state, pynini.Arc(label, WILD + k, ONE, root))
-                groups[label] = (k, j)
-                label += 1
-            nxt = fst.add_state()
-            fst.add_arc(state, pynini.Arc(0, WILD + k, ONE, nxt))
-            state = nxt
+        for depth, j in _chain(fst, root, root, WILD + k, counts):
+            fst.add_arc(depth, pynini.Arc(label, WILD + k, ONE, root))
+            groups[label] = (k, j)
+            label += 1
+    head_ids, heads = None, {}
+    headed = normal[heads_of[normal] != 0]
+    if len(headed):
+        codes, inverse = np.unique(first[headed], return_inverse=True)
+        head_ids = np.full(vocab.size, len(codes), dtype=np.int32)
+        head_ids[headed] = inverse
+        start = fst.add_state()
+        fst.add_arc(root, pynini.Arc(0, HEAD, ONE, start))
+        nodes = {b"": start}
+        for h, code in enumerate(codes.tolist()):
+            head = chr(code).encode("utf-8")
+            node = _path(fst, nodes, head)
+            mine = headed[inverse == h]
+            for s in sorted(set(heads_of[mine].tolist())):
+                entry = fst.add_state()
+                fst.add_arc(node, pynini.Arc(0, STAY + s, ONE, entry))
+                add_trie(fst, entry, root, vocab, mine[heads_of[mine] == s].tolist(), len(head))
+            for k, counts in enumerate(tails):
+                ours = np.zeros_like(counts)
+                ours[mine] = counts[mine]
+                if not ours.any():
+                    continue
+                switch = fst.add_state()
+                fst.add_arc(node, pynini.Arc(0, SWITCH + k, ONE, switch))
+                for depth, j in _chain(fst, switch, root, WILD + k, ours):
+                    fst.add_arc(depth, pynini.Arc(label, WILD + k, ONE, root))
+                    heads[label] = (k, h, j)
+                    label += 1
     for eos in sorted(vocab.eos_ids):
         fst.add_arc(root, pynini.Arc(eos + 1, END, ONE, root))
-    return fst.connect().arcsort("olabel"), Wildcards(tuple(classes), tuple(chars), groups)
+    wild = Wildcards(tuple(classes), tuple(chars), groups, tuple(tails), head_ids, heads)
+    return fst.connect().arcsort("olabel"), wild
+
+
+def _chain(fst: pynini.Fst, start: int, root: int, symbol: int, counts: np.ndarray):
+    """A chain of ε:``symbol`` arcs from ``start``; yields (state before the
+    j-th symbol, j) for each j some token has, where the caller adds the group
+    arc reading the j-th symbol back to ``root``."""
+    present = np.zeros(int(counts.max(initial=0)) + 1, dtype=bool)
+    present[counts[counts > 0]] = True
+    state = start
+    for j in range(1, len(present)):
+        if present[j]:
+            yield state, j
+        if j + 1 < len(present):
+            nxt = fst.add_state()
+            fst.add_arc(state, pynini.Arc(0, symbol, ONE, nxt))
+            state = nxt
+
+
+def _path(fst: pynini.Fst, nodes: dict[bytes, int], data: bytes) -> int:
+    """The state after ``data`` in a byte trie of ε-input arcs (made as needed)."""
+    state = nodes[b""]
+    for k in range(1, len(data) + 1):
+        nxt = nodes.get(data[:k])
+        if nxt is None:
+            nxt = nodes[data[:k]] = fst.add_state()
+            fst.add_arc(state, pynini.Arc(0, data[k - 1] + 1, ONE, nxt))
+        state = nxt
+    return state
 
 
 def add_wildcard_arcs(
     acceptor: pynini.Fst, table: np.ndarray, classes, exclude: np.ndarray | None = None
 ) -> np.ndarray:
-    """Give the byte acceptor its W arcs (closed states) and marker loops (states
-    where wild tokens are spelled in bytes); returns, per state, the bit set of
-    the classes it is closed for."""
-    closed_for = np.zeros(table.shape[0], dtype=np.int32)
+    """Give the byte acceptor its W arcs (closed states), switch loops (states
+    closed in the middle of a token), marker loops (states where wild tokens
+    are spelled in bytes) and stay loops (where tokens spelled by first
+    character continue in bytes); returns, per state, the bit set of the
+    classes it is closed for. At a state in ``exclude`` a marker leads to a
+    copy of the state with its byte arcs only: the token's bytes start right
+    there, and a call or return first is taken before the marker instead."""
+    n = table.shape[0]
+    closed_for = np.zeros(n, dtype=np.int32)
+    strict_for = np.zeros(n, dtype=np.int32)
     for k, charset in enumerate(classes):
-        closed, nxt = closed_states(table, charset, exclude)
-        closed_for |= closed.astype(np.int32) << k
-        for q in np.flatnonzero(closed & (nxt >= 0)).tolist():
+        start, strict, nxt = closed_chains(table, charset, exclude)
+        closed_for |= start.astype(np.int32) << k
+        strict_for |= strict.astype(np.int32) << k
+        for q in np.flatnonzero(start & (nxt >= 0)).tolist():
             acceptor.add_arc(q, pynini.Arc(WILD + k, WILD + k, ONE, int(nxt[q])))
-    for q in range(table.shape[0]):
-        c = int(closed_for[q])
+        for q in np.flatnonzero(strict).tolist():
+            acceptor.add_arc(q, pynini.Arc(SWITCH + k, SWITCH + k, ONE, q))
+    for q in range(n):
+        target = q
+        if classes and exclude is not None and exclude[q]:
+            target = acceptor.add_state()
+            acceptor.set_final(target)
+            for b in np.flatnonzero(table[q] >= 0).tolist():
+                acceptor.add_arc(target, pynini.Arc(b + 1, b + 1, ONE, int(table[q, b])))
+        if classes:
+            acceptor.add_arc(q, pynini.Arc(HEAD, HEAD, ONE, target))
+        c, m = int(closed_for[q]), int(strict_for[q])
         for s in range(1, 1 << len(classes)):
             if not s & c:
-                acceptor.add_arc(q, pynini.Arc(MARK + s, MARK + s, ONE, q))
+                acceptor.add_arc(q, pynini.Arc(MARK + s, MARK + s, ONE, target))
+            if not s & m:  # in the middle of a token: calls and returns may follow
+                acceptor.add_arc(q, pynini.Arc(STAY + s, STAY + s, ONE, q))
     acceptor.arcsort("ilabel")
     return closed_for

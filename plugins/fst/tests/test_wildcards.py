@@ -23,6 +23,7 @@ from constrain_api.automata import CharSet, parse_regex
 
 TOKENS = [
     "x", "a", "y", '"', "xa", "xy", "ax", "xx", "xxx", 'x"', '"x', "é", "xé", "éa",
+    " ", " x", " ax", " xé", "  x", ' "x', " a\"",
     b"\xc3", b"\xa9", b"x\xc3", "\n", "x\ny", "中", "中x", "<eos>",
 ]  # fmt: skip
 
@@ -37,14 +38,19 @@ def _table(pattern: str) -> np.ndarray:
 
 
 def test_wild_chars_count_characters_of_tokens_wholly_in_the_class(vocab):
-    chars = wild_chars(token_text(vocab), CharSet(((0, 0x21), (0x23, 0x10FFFF))))  # [^"]
+    chars, tails = wild_chars(token_text(vocab), CharSet(((0, 0x21), (0x23, 0x10FFFF))))  # [^"]
     count = {TOKENS[i]: int(chars[i]) for i in range(len(TOKENS))}
     assert count["xxx"] == 3 and count["xé"] == 2 and count["中x"] == 2 and count["\n"] == 1
     # a quote, partial UTF-8 and the special token are never wild
     for t in ('"', 'x"', '"x', b"\xc3", b"\xa9", b"x\xc3", "<eos>"):
         assert count[t] == 0, t
-    letters = wild_chars(token_text(vocab), CharSet.range("a", "z"))
-    assert int(letters[TOKENS.index("xé")]) == 0 and int(letters[TOKENS.index("ax")]) == 2
+    # headed: a first character outside the class, the rest (at least one) inside
+    tail = {TOKENS[i]: int(tails[i]) for i in range(len(TOKENS))}
+    assert tail['"x'] == 1 and tail['"'] == 0 and tail['x"'] == 0 and tail["xxx"] == 0
+    chars, tails = wild_chars(token_text(vocab), CharSet.range("a", "z"))
+    assert int(chars[TOKENS.index("xé")]) == 0 and int(chars[TOKENS.index("ax")]) == 2
+    assert int(tails[TOKENS.index(" ax")]) == 2 and int(tails[TOKENS.index("éa")]) == 1
+    assert int(tails[TOKENS.index(" xé")]) == 0 and int(tails[TOKENS.index("  x")]) == 0
 
 
 def test_closed_states_follow_the_definition():
@@ -84,6 +90,8 @@ PATTERNS = [
     '(x[^"]|[^"]y)*',  # two uniform phases alternating with non-uniform ones
     "[^a]*|[^b]*",  # overlapping classes
     '(中|[^"])+',
+    "[a-z]+( [a-z]+)*",  # " ax": a space, then letters — spelled by first character
+    '( ?"[a-z]*")+',
 ]
 
 
@@ -101,6 +109,16 @@ def test_masks_equal_the_oracles_on_tricky_tokens(vocab, pattern):
             if step < len(path):
                 mine.update([path[step]])
                 theirs.update([path[step]])
+
+
+def test_tokens_starting_outside_the_class_use_the_head_spelling(vocab):
+    compiled = ca.get("fst").compile(ca.Regex("[a-z]+( [a-z]+)*"), vocab)
+    assert compiled.wild.heads, "no group spelled by first character"
+    checker = compiled.checker()
+    for token in ("ax", " ax", " x", "xx", " ax"):
+        assert checker.accepts(TOKENS.index(token)), token
+        checker.update([TOKENS.index(token)])
+    assert checker.is_accepting() and not checker.accepts(TOKENS.index("  x"))
 
 
 def test_wildcards_are_used_and_change_the_automaton(vocab):
