@@ -46,11 +46,22 @@ def _bytes_acceptor(data: bytes) -> pynini.Fst:
     return _ranges_acceptor([(b, b) for b in data])
 
 
-def _epsilon() -> pynini.Fst:
+def epsilon() -> pynini.Fst:
+    """The acceptor of the empty string."""
     fst = pynini.Fst()
     s = fst.add_state()
     fst.set_start(s)
     fst.set_final(s)
+    return fst
+
+
+def label_acceptor(label: int) -> pynini.Fst:
+    """The acceptor of the one-symbol string ``label``."""
+    fst = pynini.Fst()
+    a, b = fst.add_state(), fst.add_state()
+    fst.set_start(a)
+    fst.set_final(b)
+    fst.add_arc(a, pynini.Arc(label, label, ONE, b))
     return fst
 
 
@@ -80,13 +91,13 @@ def to_fsa(node: Node) -> pynini.Fst:
     repetition — and by the caller at the top; not at every node, which cost
     more than it saved."""
     if isinstance(node, Empty):
-        return _epsilon()
+        return epsilon()
     if isinstance(node, CharSet):
         return charset_acceptor(node)
     if isinstance(node, Literal):
         return _bytes_acceptor(node.text.encode("utf-8"))
     if isinstance(node, Seq):
-        out = _epsilon()
+        out = epsilon()
         for part in node.parts:
             out.concat(to_fsa(part))
         return out
@@ -144,12 +155,7 @@ def detokenizer(vocab) -> pynini.Fst:
 def prefix_acceptor(node: Node) -> pynini.Fst:
     """Strings of the language followed by ``END``, and all their prefixes:
     every state of the trimmed automaton made final."""
-    end = pynini.Fst()
-    a, b = end.add_state(), end.add_state()
-    end.set_start(a)
-    end.set_final(b)
-    end.add_arc(a, pynini.Arc(END, END, ONE, b))
-    fsa = pynini.concat(to_fsa(node), end).optimize()
+    fsa = pynini.concat(to_fsa(node), label_acceptor(END)).optimize()
     for state in fsa.states():
         fsa.set_final(state)
     return fsa.arcsort("ilabel")

@@ -23,7 +23,7 @@ import pynini
 
 from constrain_api import ByteDFA, CompileLimitExceeded, GrammarIR, UnsupportedConstraint
 
-from .automata import END, ONE
+from .automata import END, ONE, epsilon, label_acceptor
 
 #: The non-terminal that calls the grammar's start, then reads the end marker.
 ROOT = "$root"
@@ -51,22 +51,6 @@ def dfa_acceptor(dfa: ByteDFA) -> pynini.Fst:
     return fst
 
 
-def _epsilon() -> pynini.Fst:
-    fst = pynini.Fst()
-    fst.set_start(fst.add_state())
-    fst.set_final(0)
-    return fst
-
-
-def _label_acceptor(label: int) -> pynini.Fst:
-    fst = pynini.Fst()
-    a, b = fst.add_state(), fst.add_state()
-    fst.set_start(a)
-    fst.set_final(b)
-    fst.add_arc(a, pynini.Arc(label, label, ONE, b))
-    return fst
-
-
 class Network:
     """The recursive transition network of a grammar, then its PDT."""
 
@@ -83,15 +67,15 @@ class Network:
         self.names = list(self.rules)
         self.index = {name: i for i, name in enumerate(self.names)}
         ignore = [self.terminals[n] for n in ir.ignore if n in self.terminals]
-        self.ignore = pynini.closure(pynini.union(*ignore)).optimize() if ignore else _epsilon()
+        self.ignore = pynini.closure(pynini.union(*ignore)).optimize() if ignore else epsilon()
         self.acceptors = {name: self._acceptor(name) for name in self.names}
         self._refuse_left_recursion(_nullable(self.rules, dfas))
 
     def _sequence(self, symbols: tuple[str, ...]) -> pynini.Fst:
-        out = _epsilon()
+        out = epsilon()
         for sym in symbols:
             if sym in self.index:
-                part = _label_acceptor(CALL + self.index[sym])
+                part = label_acceptor(CALL + self.index[sym])
             else:
                 part = pynini.concat(self.ignore, self.terminals[sym])
             out = pynini.concat(out, part)
@@ -105,7 +89,7 @@ class Network:
         if tails:
             fst = pynini.concat(fst, pynini.closure(pynini.union(*map(self._sequence, tails))))
         if name == ROOT:
-            fst = pynini.concat(fst, pynini.concat(self.ignore, _label_acceptor(END)))
+            fst = pynini.concat(fst, pynini.concat(self.ignore, label_acceptor(END)))
         fst = fst.optimize()
         if fst.num_states() > self.max_states:
             raise CompileLimitExceeded(

@@ -281,8 +281,7 @@ def wildcard_detokenizer(
                 fst.add_arc(node, pynini.Arc(0, STAY + s, ONE, entry))
                 add_trie(fst, entry, root, vocab, mine[heads_of[mine] == s].tolist(), len(head))
             for k, counts in enumerate(tails):
-                ours = np.zeros_like(counts)
-                ours[mine] = counts[mine]
+                ours = counts[mine]  # the rest's lengths, for this first character
                 if not ours.any():
                     continue
                 switch = fst.add_state()
@@ -299,7 +298,7 @@ def wildcard_detokenizer(
 
 def _chain(fst: pynini.Fst, start: int, root: int, symbol: int, counts: np.ndarray):
     """A chain of ε:``symbol`` arcs from ``start``; yields (state before the
-    j-th symbol, j) for each j some token has, where the caller adds the group
+    j-th symbol, j) for each j in ``counts`` (zeros ignored), where the caller adds the group
     arc reading the j-th symbol back to ``root``."""
     present = np.zeros(int(counts.max(initial=0)) + 1, dtype=bool)
     present[counts[counts > 0]] = True
