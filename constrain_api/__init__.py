@@ -21,6 +21,7 @@ from .errors import (
 from .grammar import GrammarIR, Rule, Terminal, lower_grammar
 from .hookspecs import hookimpl
 from .jsonschema import lower_json_schema
+from .lr import LRTable, lalr_table, productive_rules
 from .masks import (
     SpecialBits,
     TokenMask,
@@ -79,6 +80,7 @@ __all__ = [
     "Grammar",
     "GrammarIR",
     "JsonSchema",
+    "LRTable",
     "MatcherChecker",
     "PluginError",
     "Regex",
@@ -104,12 +106,14 @@ __all__ = [
     "dfa_for_predicate",
     "get",
     "hookimpl",
+    "lalr_table",
     "llama3_special_tokens",
     "lower_grammar",
     "lower_json_schema",
     "parse_regex",
     "plugin_errors",
     "plugin_workloads",
+    "productive_rules",
     "register",
     "rejection_reason",
     "row_view",

@@ -37,14 +37,16 @@ from constrain_api import (
     ByteDFA,
     Capabilities,
     CompileStats,
+    LRTable,
     StateChecker,
     UnsupportedConstraint,
     Vocabulary,
+    lalr_table,
     lower_grammar,
     lower_json_schema,
 )
+from constrain_api.lr import Stack
 
-from .lr import GrammarError, LRTable, Stack
 from .scanner import BOUNDARY, ScannerGrammar
 from .trees import SubterminalTree, TrieLists, build_tree
 
@@ -109,16 +111,11 @@ class DominoBackend(BaseBackend):
                 )
         except UnsupportedConstraint as e:
             raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
-        try:
-            lr = LRTable(grammar.rules, set(grammar.names), grammar.start)
-        except GrammarError as e:
-            raise UnsupportedConstraint(
-                self.name, "a grammar that is not LALR(1)", f"lark: {e}".strip()
-            ) from e
+        lr = lalr_table(grammar.rules, grammar.names, grammar.start, backend=self.name)
         stats = CompileStats(
             time.perf_counter() - start,
             states=sum(d.num_states for d in grammar.dfas),
-            extra={"terminals": len(grammar.names), "lr_states": len(lr.actions)},
+            extra={"terminals": len(grammar.names), "lr_states": lr.num_states},
         )
         return DominoCompiled(
             spec, vocab, stats, grammar, lr, self._trie(vocab), self.k, self.mask_cache

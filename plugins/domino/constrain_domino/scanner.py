@@ -23,6 +23,7 @@ from constrain_api import (
     ConstraintError,
     GrammarIR,
     UnsupportedConstraint,
+    productive_rules,
 )
 
 #: The position before any byte: the next byte starts a terminal.
@@ -101,18 +102,7 @@ class ScannerGrammar:
                 )
             if not dfa.is_empty():
                 dfas[name] = dfa
-        rules = [(r.lhs, r.rhs) for r in ir.rules]
-        productive: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for lhs, rhs in rules:
-                if lhs not in productive and all(s in dfas or s in productive for s in rhs):
-                    productive.add(lhs)
-                    changed = True
-        if ir.start not in productive:
-            raise ConstraintError("grammar", f"rule {ir.start!r} derives no string")
-        rules = [(lhs, rhs) for lhs, rhs in rules if all(s in dfas or s in productive for s in rhs)]
+        rules = productive_rules(((r.lhs, r.rhs) for r in ir.rules), dfas, ir.start)
         used = {s for _, rhs in rules for s in rhs if s in dfas} | {
             n for n in ir.ignore if n in dfas
         }
