@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from lark.load_grammar import load_grammar as _load_grammar
 
 from .automata import DEFAULT_MAX_STATES, ByteDFA, quantifier_modes
-from .errors import UnsupportedConstraint
+from .errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from .specs import Grammar
 
 
@@ -87,6 +87,22 @@ class GrammarIR:
     def rules_for(self, lhs: str) -> tuple[Rule, ...]:
         """The rules of non-terminal ``lhs``."""
         return self._by_lhs.get(lhs, ())
+
+    def terminal_dfas(self, *, max_states: int = DEFAULT_MAX_STATES) -> dict[str, ByteDFA]:
+        """Every terminal's byte DFA by name (empty languages included); a
+        malformed pattern or a DFA over ``max_states`` raises
+        ``ConstraintError``/``CompileLimitExceeded`` naming the terminal."""
+        dfas: dict[str, ByteDFA] = {}
+        for name, terminal in self.terminals.items():
+            try:
+                dfas[name] = terminal.dfa(max_states=max_states)
+            except ConstraintError as e:
+                raise ConstraintError("grammar", f"terminal {name}: {e.message}", e.where) from e
+            except CompileLimitExceeded as e:
+                raise CompileLimitExceeded(
+                    e.limit, e.bound, e.value, f"terminal {name} of the grammar"
+                ) from e
+        return dfas
 
 
 def lower_grammar(spec: Grammar, *, backend: str = "grammar") -> GrammarIR:

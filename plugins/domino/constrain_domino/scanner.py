@@ -19,8 +19,6 @@ from dataclasses import dataclass
 
 from constrain_api import (
     ByteDFA,
-    CompileLimitExceeded,
-    ConstraintError,
     GrammarIR,
     UnsupportedConstraint,
     productive_rules,
@@ -85,15 +83,7 @@ class ScannerGrammar:
         """The grammar of ``ir`` (reduced: rules that derive no string are
         dropped, so every viable parser stack can be completed)."""
         dfas: dict[str, ByteDFA] = {}
-        for name, terminal in ir.terminals.items():
-            try:
-                dfa = terminal.dfa(max_states=max_states)
-            except ConstraintError as e:
-                raise ConstraintError("grammar", f"terminal {name}: {e.message}", e.where) from e
-            except CompileLimitExceeded as e:
-                raise CompileLimitExceeded(
-                    e.limit, e.bound, e.value, f"terminal {name} of the grammar"
-                ) from e
+        for name, dfa in ir.terminal_dfas(max_states=max_states).items():
             if dfa.accepts_empty():
                 raise UnsupportedConstraint(
                     backend,

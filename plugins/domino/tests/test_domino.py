@@ -158,6 +158,9 @@ def test_errors(vocab):
     domino = ca.get("domino")
     with pytest.raises(ca.UnsupportedConstraint, match="LALR"):
         domino.compile(ca.Grammar('start: a | b\na: "x" "y"\nb: "x" "y"'), vocab)
+    # a shift/reduce conflict: lark would shift and lose the sentence "xy"
+    with pytest.raises(ca.UnsupportedConstraint, match="Shift/Reduce"):
+        domino.compile(ca.Grammar('start: a "y"\na: "x" | "x" "y" "y"'), vocab)
     with pytest.raises(ca.UnsupportedConstraint, match="empty string"):
         domino.compile(ca.Grammar('start: A "b"\nA: /a*/'), vocab)
     with pytest.raises(ca.ConstraintError):

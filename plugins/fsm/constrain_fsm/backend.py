@@ -11,9 +11,11 @@ What reaches outlines-core: the pattern is read by the core's parser
 back in the core's *portable dialect* (``to_regex``), so the two regex
 dialects never disagree silently (``$``, nested classes, ``&&`` mean other
 things in Rust's ``regex``); the automaton and the index over the vocabulary
-are outlines-core's own. ``Choice`` is an alternation of literals;
-``JsonSchema`` goes through the core's lowering and compiles when that gives
-a regex.
+are outlines-core's own; a pattern the dialect cannot spell (lookarounds
+the core resolved as automaton intersections) goes as the automaton's regex,
+by state elimination. ``Choice`` is an alternation of literals;
+``JsonSchema`` goes through the core's lowering, to a regex or a grammar.
+``Grammar``: the paper's §4, iterative parsing (``grammar.py``).
 """
 
 from __future__ import annotations
@@ -36,10 +38,14 @@ from constrain_api import (
     StateChecker,
     UnsupportedConstraint,
     Vocabulary,
+    lower_grammar,
+    lower_json_schema,
 )
-from constrain_api.automata import regular_node, to_regex
+from constrain_api.automata import dfa_to_regex, regular_node, to_regex
 
-KINDS = frozenset({"regex", "choice", "json_schema"})
+from .grammar import GrammarChecker, GrammarIndex, grammar_table, grammar_terminals
+
+KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
 
 
 class FSMBackend(BaseBackend):
@@ -47,24 +53,26 @@ class FSMBackend(BaseBackend):
 
     Options (constructor or ``compile``): ``max_states`` bounds the DFA
     (checked on the core's DFA before outlines-core builds its own, which
-    cannot be interrupted), ``max_index_seconds`` fails a compilation whose
-    index took longer (reported, as it cannot be stopped midway), and
-    ``cache_size`` the compiled indices kept in memory, keyed by (pattern,
-    vocabulary fingerprint).
+    cannot be interrupted; for a grammar, each terminal's and their total),
+    ``max_index_seconds`` fails a compilation whose indices took longer
+    (reported, as outlines-core cannot be stopped midway), ``cache_size``
+    the compiled indices kept in memory, keyed by (pattern, vocabulary
+    fingerprint), and ``mask_cache`` the grammar masks kept per compiled
+    grammar (one per set of terminal states met).
     """
 
     name = "fsm"
-    # Not declared exact: outlines-core leaves out of an accepting state every
-    # token that ends inside a UTF-8 character (regex "1٠?", token b"\xd9"
-    # after "1"); masks are otherwise the oracle's (the conformance suite
-    # measures the recall), and never allow more (precision 1).
+    # Not declared exact: outlines-core leaves out tokens through and out of
+    # accepting states (regex "1٠?", token b"\xd9" after "1"), and grammar
+    # masks leave out every token spanning two terminals. Masks never allow
+    # more than the oracle (precision 1); the conformance suite measures recall.
     capabilities = Capabilities(
         kinds=KINDS,
         exact=frozenset(),
         notes=(
-            "regular constraints only (a JSON schema lowering to a grammar is refused); "
             "not exact: out of an accepting state outlines-core keeps only tokens that end "
-            "in one (plugins/fsm/README.md)"
+            "in one; grammars by iterative parsing, where no token spans two terminals "
+            "(plugins/fsm/README.md)"
         ),
     )
 
@@ -73,37 +81,46 @@ class FSMBackend(BaseBackend):
         max_states: int = 100_000,
         max_index_seconds: float | None = None,
         cache_size: int = 64,
+        mask_cache: int = 4096,
     ):
         self.max_states = max_states
         self.max_index_seconds = max_index_seconds
-        self._indices: OrderedDict[tuple[str, str], tuple[Any, float]] = OrderedDict()
+        self.mask_cache = mask_cache
+        self._indices: OrderedDict[tuple[str, str], tuple[IndexRows, float]] = OrderedDict()
         self._cache_size = cache_size
         self._vocabularies: dict[str, _OutlinesVocabulary] = {}
         self._lock = threading.Lock()
 
     def build(self, spec, vocab: Vocabulary, **options: Any) -> BaseCompiled:
-        """Compile ``spec`` into an outlines-core index over ``vocab``."""
+        """Compile ``spec`` into outlines-core indices over ``vocab``."""
         max_states = options.pop("max_states", self.max_states)
         max_seconds = options.pop("max_index_seconds", self.max_index_seconds)
+        mask_cache = options.pop("mask_cache", self.mask_cache)
         if options:
             raise TypeError(f"unknown compile options for fsm: {sorted(options)}")
         start = time.perf_counter()
-        pattern, node = self._pattern(spec)
+        target = spec
+        if spec.kind == "json_schema":
+            try:
+                target = lower_json_schema(spec)
+            except UnsupportedConstraint as e:
+                raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
+        if target.kind == "grammar":
+            return self._build_grammar(
+                spec, target, vocab, max_states, max_seconds, mask_cache, start
+            )
+        pattern, node = self._pattern(target)
         precheck = ByteDFA.from_node(node, max_states=max_states)
+        if pattern is None:  # no portable spelling: the automaton's own regex
+            pattern = dfa_to_regex(precheck)
         checked = time.perf_counter()
         ov = self._vocabulary(vocab)
         if precheck.is_empty():
-            index, index_seconds = None, 0.0
+            rows, index_seconds = None, 0.0
         else:
-            index, index_seconds = self._index(pattern, ov, vocab)
-        if max_seconds is not None and index_seconds > max_seconds:
-            raise CompileLimitExceeded(
-                "index_seconds",
-                max_seconds,
-                round(index_seconds, 3),
-                "outlines-core's index took longer than allowed",
-            )
-        states = len(index.get_transitions()) if index is not None else 0
+            rows, index_seconds = self._index(pattern, ov, vocab)
+        self._check_seconds(index_seconds, max_seconds)
+        states = rows.num_states if rows is not None else 0
         if states > max_states:
             raise CompileLimitExceeded("states", max_states, states, "outlines-core's index")
         stats = CompileStats(
@@ -115,15 +132,61 @@ class FSMBackend(BaseBackend):
                 "pattern_chars": len(pattern),
             },
         )
-        return FSMCompiled(spec, vocab, stats, index, ov)
+        return FSMCompiled(spec, vocab, stats, rows, ov)
 
-    def _pattern(self, spec) -> tuple[str, Any]:
-        """The portable pattern and its AST; refuses what is not regular."""
+    def _build_grammar(self, spec, target, vocab, max_states, max_seconds, mask_cache, start):
+        """Iterative parsing: one index per terminal, lark's LALR(1) tables."""
+        try:
+            ir = lower_grammar(target, backend=self.name)
+        except UnsupportedConstraint as e:
+            raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
+        patterns = grammar_terminals(ir, max_states=max_states, backend=self.name)
+        lr, names, ignore = grammar_table(ir, patterns, backend=self.name)
+        ov = self._vocabulary(vocab)
+        terminals, index_seconds = [], 0.0
+        for name in names:
+            try:
+                rows, seconds = self._index(patterns[name], ov, vocab)
+            except UnsupportedConstraint as e:  # e.g. a terminal no token can start
+                raise UnsupportedConstraint(self.name, f"terminal {name}", e.reason) from e
+            terminals.append(rows)
+            index_seconds += seconds
+            self._check_seconds(index_seconds, max_seconds)
+        states = sum(t.num_states for t in terminals)
+        if states > max_states:
+            raise CompileLimitExceeded(
+                "states", max_states, states, "outlines-core's indices of the terminals"
+            )
+        grammar = GrammarIndex(lr, names, ignore, terminals, ov.empty_row, mask_cache)
+        stats = CompileStats(
+            time.perf_counter() - start,
+            states=states,
+            extra={
+                "index_seconds": index_seconds,
+                "terminals": len(names),
+                "lr_states": lr.num_states,
+            },
+        )
+        return FSMGrammarCompiled(spec, vocab, stats, grammar, ov)
+
+    @staticmethod
+    def _check_seconds(seconds: float, bound: float | None) -> None:
+        if bound is not None and seconds > bound:
+            raise CompileLimitExceeded(
+                "index_seconds",
+                bound,
+                round(seconds, 3),
+                "outlines-core's indices took longer than allowed",
+            )
+
+    def _pattern(self, spec) -> tuple[str | None, Any]:
+        """The portable pattern (``None`` when the dialect cannot spell it)
+        and the AST; refuses what is not regular."""
         node = regular_node(spec, backend=self.name)
         try:
             return to_regex(node), node
-        except UnsupportedConstraint as e:
-            raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
+        except UnsupportedConstraint:
+            return None, node
 
     def _vocabulary(self, vocab: Vocabulary) -> _OutlinesVocabulary:
         with self._lock:
@@ -132,7 +195,10 @@ class FSMBackend(BaseBackend):
                 ov = self._vocabularies[vocab.fingerprint] = _OutlinesVocabulary(vocab)
             return ov
 
-    def _index(self, pattern: str, ov: _OutlinesVocabulary, vocab: Vocabulary):
+    def _index(
+        self, pattern: str, ov: _OutlinesVocabulary, vocab: Vocabulary
+    ) -> tuple[IndexRows, float]:
+        """The index of ``pattern`` (from the cache: 0 seconds) and its build time."""
         key = (pattern, vocab.fingerprint)
         with self._lock:
             if key in self._indices:
@@ -143,12 +209,13 @@ class FSMBackend(BaseBackend):
             index = outlines_core.Index(pattern, ov.inner)
         except ValueError as e:  # a construct or vocabulary outlines-core cannot index
             raise UnsupportedConstraint(self.name, "regex", f"outlines-core: {e}") from None
+        rows = IndexRows(index, ov)
         seconds = time.perf_counter() - t0
         with self._lock:
-            self._indices[key] = (index, seconds)
+            self._indices[key] = (rows, seconds)
             while len(self._indices) > self._cache_size:
                 self._indices.popitem(last=False)
-        return index, seconds
+        return rows, seconds
 
 
 class _OutlinesVocabulary:
@@ -168,19 +235,53 @@ class _OutlinesVocabulary:
                 empty.append(token_id)
         eos = vocab.eos_id if vocab.eos_ids else vocab.size
         self.inner = outlines_core.Vocabulary(eos, by_bytes)
+        self.size = vocab.size
         self.empty_ids = np.array(empty, dtype=np.int64)
+        self.normal = np.zeros(vocab.size, dtype=bool)
+        self.normal[vocab.normal_ids()] = True
+        #: the packed row of the empty tokens alone
+        self.empty_row = self.pack(self.empty_ids)
+
+    def pack(self, ids: np.ndarray) -> np.ndarray:
+        """The read-only packed row of the normal tokens among ``ids`` and the empty ones."""
+        allowed = np.zeros(row_bits(self.size), dtype=bool)
+        allowed[ids[ids < self.size]] = True
+        allowed[self.empty_ids] = True
+        allowed[: self.size] &= self.normal  # EOS and specials: set by the checker's fix-up
+        allowed[self.size :] = False
+        row = np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)
+        row.setflags(write=False)
+        return row
+
+
+class IndexRows:
+    """An outlines-core index and its packed rows per state, built on first
+    use and shared by every compiled form and checker that uses the index."""
+
+    def __init__(self, index, ov: _OutlinesVocabulary):
+        self.index = index
+        self.num_states = len(index.get_transitions())
+        self._ov = ov
+        self._rows: dict[int, np.ndarray] = {}
+
+    def row(self, state: int) -> np.ndarray:
+        """The packed row of normal tokens allowed in ``state`` (cached)."""
+        row = self._rows.get(state)
+        if row is None:
+            ids = np.fromiter(self.index.get_allowed_tokens(state), dtype=np.int64)
+            row = self._ov.pack(ids)
+            self._rows[state] = row  # a benign race: two threads build the same row
+        return row
 
 
 class FSMCompiled(BaseCompiled):
-    """An outlines-core index; packed rows per state, built on first use."""
+    """A regular constraint: one outlines-core index (``None``: the empty language)."""
 
-    def __init__(self, spec, vocab, stats, index, ov: _OutlinesVocabulary):
+    def __init__(self, spec, vocab, stats, rows: IndexRows | None, ov: _OutlinesVocabulary):
         super().__init__(spec, vocab, stats)
-        self.index = index
-        self._empty_ids = ov.empty_ids
-        self._rows: dict[int, np.ndarray] = {}
-        self._normal = np.zeros(vocab.size, dtype=bool)
-        self._normal[vocab.normal_ids()] = True
+        self.rows = rows
+        self.index = rows.index if rows is not None else None
+        self.empty_token_ids = frozenset(ov.empty_ids.tolist())
 
     def checker(self) -> FSMChecker:
         """A checker at the start state."""
@@ -188,19 +289,20 @@ class FSMCompiled(BaseCompiled):
 
     def row(self, state: int) -> np.ndarray:
         """The packed row of normal tokens allowed in ``state`` (cached)."""
-        row = self._rows.get(state)
-        if row is None:
-            allowed = np.zeros(self.vocab.size, dtype=bool)
-            ids = np.fromiter(self.index.get_allowed_tokens(state), dtype=np.int64)
-            allowed[ids[ids < self.vocab.size]] = True
-            allowed[self._empty_ids] = True
-            allowed &= self._normal  # EOS and specials: set by the checker's fix-up
-            padded = np.zeros(row_bits(self.vocab.size), dtype=bool)
-            padded[: self.vocab.size] = allowed
-            row = np.packbits(padded, bitorder="little").view("<i4").astype(np.int32)
-            row.setflags(write=False)
-            self._rows[state] = row  # a benign race: two threads build the same row
-        return row
+        return self.rows.row(state)
+
+
+class FSMGrammarCompiled(BaseCompiled):
+    """A grammar: LR tables and one index per terminal (``grammar.py``)."""
+
+    def __init__(self, spec, vocab, stats, grammar: GrammarIndex, ov: _OutlinesVocabulary):
+        super().__init__(spec, vocab, stats)
+        self.grammar = grammar
+        self.empty_token_ids = frozenset(ov.empty_ids.tolist())
+
+    def checker(self) -> GrammarChecker:
+        """A checker at the start state."""
+        return GrammarChecker(self)
 
 
 def row_bits(vocab_size: int) -> int:
@@ -216,7 +318,7 @@ class FSMChecker(StateChecker[int]):
 
     def __init__(self, compiled: FSMCompiled):
         self._index = compiled.index
-        self._empty = frozenset(compiled._empty_ids.tolist())
+        self._empty = compiled.empty_token_ids
         super().__init__(compiled)
 
     def start_state(self) -> int:

@@ -57,7 +57,7 @@ class Network:
     def __init__(self, ir: GrammarIR, backend: str, max_states: int) -> None:
         self.backend = backend
         self.max_states = max_states
-        dfas = {name: t.dfa(max_states=max_states) for name, t in ir.terminals.items()}
+        dfas = ir.terminal_dfas(max_states=max_states)
         self.terminals = {name: dfa_acceptor(d) for name, d in dfas.items() if d.num_states}
         rules = _productive(ir, set(self.terminals))
         self.empty = ir.start not in rules
