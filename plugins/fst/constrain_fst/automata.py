@@ -8,7 +8,9 @@ end marker is ``END``; token ``i`` is input label ``i + 1``.
 from __future__ import annotations
 
 import functools
+import struct
 
+import numpy as np
 import pynini
 
 from constrain_api.automata import (
@@ -177,3 +179,63 @@ def token_automaton(detok: pynini.Fst, acceptor: pynini.Fst) -> pynini.Fst:
     if not tokens.properties(pynini.I_DETERMINISTIC, True) & pynini.I_DETERMINISTIC:
         tokens = pynini.determinize(tokens)
     return tokens
+
+
+_MAGIC = 2125659606  # OpenFst's header magic number
+_ARC = np.dtype([("ilabel", "<i4"), ("olabel", "<i4"), ("weight", "<f4"), ("nextstate", "<i4")])
+
+
+def arc_arrays(fst: pynini.Fst) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(source, ilabel, nextstate)`` of every arc, as arrays.
+
+    pynini reads arcs one Python object at a time (a wide state has 256);
+    this reads OpenFst's own binary serialization instead (``write_to_string``:
+    a header, then per state its final weight, arc count and packed arcs),
+    and falls back to the iterator for anything but a plain ``vector`` FST
+    over ``standard`` arcs without symbol tables.
+    """
+    data = fst.write_to_string()
+    parsed = _parse_vector(data) if data[:4] == struct.pack("<i", _MAGIC) else None
+    if parsed is not None:
+        return parsed
+    src, ilabel, dst = [], [], []
+    for s in fst.states():
+        for arc in fst.arcs(s):
+            src.append(s)
+            ilabel.append(arc.ilabel)
+            dst.append(arc.nextstate)
+    return (np.array(src, np.int64), np.array(ilabel, np.int64), np.array(dst, np.int64))
+
+
+def _parse_vector(data: bytes):
+    pos = 4
+    names = []
+    for _ in range(2):  # the FST type, then the arc type
+        (n,) = struct.unpack_from("<i", data, pos)
+        names.append(data[pos + 4 : pos + 4 + n])
+        pos += 4 + n
+    version, flags = struct.unpack_from("<ii", data, pos)
+    pos += 8 + 8  # the properties
+    _, states, _ = struct.unpack_from("<qqq", data, pos)
+    pos += 24
+    if names != [b"vector", b"standard"] or version != 2 or flags != 0:
+        return None
+    sources, blocks = [], []
+    for s in range(states):
+        (count,) = struct.unpack_from("<q", data, pos + 4)  # after the final weight
+        pos += 12
+        if count:
+            blocks.append(np.frombuffer(data, _ARC, count, pos))
+            sources.append(np.full(count, s, np.int64))
+            pos += count * _ARC.itemsize
+    if pos != len(data):
+        return None
+    if not blocks:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    arcs = np.concatenate(blocks)
+    return (
+        np.concatenate(sources),
+        arcs["ilabel"].astype(np.int64),
+        arcs["nextstate"].astype(np.int64),
+    )

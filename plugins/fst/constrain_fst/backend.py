@@ -45,7 +45,7 @@ from constrain_api import (
 )
 from constrain_api.automata import CharSet, regular_node
 
-from . import diskcache
+from . import diskcache, utf8classes
 from .automata import prefix_acceptor, token_automaton
 from .pushdown import PAREN, Network, pushdown_automaton
 from .wildcards import (
@@ -74,7 +74,8 @@ KEEP_DETOKENIZERS = 8
 class FSTBackend(BaseBackend):
     """Koo et al.'s composition with a detokenizing transducer (regular constraints).
 
-    Options: ``wildcards`` (default True) turns on the wildcard terminals;
+    Options: ``wildcards`` (default True) turns on the wildcard terminals,
+    ``utf8_classes`` (default True) the UTF-8 class groups (``utf8classes``);
     ``max_states`` bounds the constraint's byte automaton and the token
     automaton (``CompileLimitExceeded``); ``max_composed_arcs`` (default
     600,000) bounds the estimated size of the composition — tokens spelled
@@ -97,11 +98,13 @@ class FSTBackend(BaseBackend):
         max_states: int = 100_000,
         max_composed_arcs: int = 600_000,
         wildcards: bool = True,
+        utf8_classes: bool = True,
         cache_dir: str | os.PathLike[str] | None = None,
     ):
         self.max_states = max_states
         self.max_composed_arcs = max_composed_arcs
         self.wildcards = wildcards
+        self.utf8_classes = utf8_classes
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._detokenizers: OrderedDict[tuple, tuple[Any, Wildcards]] = OrderedDict()
         self._texts: dict[str, TokenText] = {}
@@ -113,6 +116,7 @@ class FSTBackend(BaseBackend):
         max_states = options.pop("max_states", self.max_states)
         max_arcs = options.pop("max_composed_arcs", self.max_composed_arcs)
         use_wildcards = options.pop("wildcards", self.wildcards)
+        use_utf8 = options.pop("utf8_classes", self.utf8_classes)
         if options:
             raise TypeError(f"unknown compile options for fst: {sorted(options)}")
         start = time.perf_counter()
@@ -130,8 +134,11 @@ class FSTBackend(BaseBackend):
             )
         table, calls = byte_table(acceptor)
         classes = self._wildcard_classes(table, vocab, calls) if use_wildcards else []
-        detok, wild = self._detokenizer(vocab, classes)
+        utf8 = bool(use_utf8) and utf8classes.uniform(table)
+        detok, wild = self._detokenizer(vocab, classes, utf8)
         after_detok = time.perf_counter()
+        if utf8:  # before the wildcard arcs, whose marker copies copy them
+            utf8classes.add_class_arcs(acceptor, table)
         closed_for = add_wildcard_arcs(acceptor, table, classes, calls)
         wide = self._check_composition(table, closed_for, wild, vocab, max_arcs)
         if network is None:
@@ -150,6 +157,7 @@ class FSTBackend(BaseBackend):
                 "byte_states": int(table.shape[0]),
                 "wide_states": wide,
                 "wildcard_classes": len(classes),
+                "utf8_classes": utf8,
             },
         )
         if network is None:
@@ -232,10 +240,13 @@ class FSTBackend(BaseBackend):
         first = first_chars(self._token_text(vocab))
         return [p[0] for p in pairs], [p[1] for p in pairs], first
 
-    def _detokenizer(self, vocab: Vocabulary, classes=()) -> tuple[Any, Wildcards]:
-        """T_V (with wildcard spellings for ``classes``), built once and kept
-        in memory, and on disk under ``cache_dir`` when one is given."""
-        key = (vocab.fingerprint, tuple(classes))
+    def _detokenizer(
+        self, vocab: Vocabulary, classes=(), utf8: bool = False
+    ) -> tuple[Any, Wildcards]:
+        """T_V (with wildcard spellings for ``classes``, UTF-8 class groups if
+        ``utf8``), built once and kept in memory, and on disk under
+        ``cache_dir`` when one is given."""
+        key = (vocab.fingerprint, tuple(classes), utf8)
         with self._lock:
             found = self._detokenizers.get(key)
             if found is not None:
@@ -243,9 +254,13 @@ class FSTBackend(BaseBackend):
                 return found
         found = None
         if self.cache_dir is not None:
-            found = diskcache.load(self.cache_dir, vocab.fingerprint, tuple(classes), vocab.size)
+            found = diskcache.load(
+                self.cache_dir, vocab.fingerprint, tuple(classes), utf8, vocab.size
+            )
         if found is None:
-            found = wildcard_detokenizer(vocab, classes, *self._wildcard_tables(vocab, classes))
+            found = wildcard_detokenizer(
+                vocab, classes, *self._wildcard_tables(vocab, classes), utf8_classes=utf8
+            )
             if self.cache_dir is not None:
                 diskcache.store(self.cache_dir, vocab.fingerprint, *found, vocab.size)
         with self._lock:
@@ -259,7 +274,7 @@ class StateInfo:
     """One state of the token automaton, read once: token and group moves,
     parenthesis moves (pushdown automata only), the packed row, EOS."""
 
-    __slots__ = ("accepting", "closes", "groups", "heads", "moves", "opens", "row")
+    __slots__ = ("accepting", "class_moves", "closes", "groups", "heads", "moves", "opens", "row")
 
     def __init__(self, compiled: FSTCompiled, s: int):
         vocab = compiled.vocab
@@ -267,6 +282,7 @@ class StateInfo:
         self.moves: dict[int, int] = {}
         self.groups: dict[tuple[int, int], int] = {}
         self.heads: dict[tuple[int, int, int], int] = {}  # (class, first char, rest) → next
+        self.class_moves: dict[int, int] = {}  # UTF-8 class group label → next
         self.opens: list[tuple[int, int]] = []  # (open label, next)
         self.closes: list[tuple[int, int]] = []  # (matching open label, next)
         self.accepting = False
@@ -283,10 +299,14 @@ class StateInfo:
                 self.groups[wild.groups[label]] = arc.nextstate
             elif label in wild.heads:
                 self.heads[wild.heads[label]] = arc.nextstate
+            elif label in wild.class_groups:
+                self.class_moves[label] = arc.nextstate
             else:
                 self.moves[label - 1] = arc.nextstate
         allowed = np.zeros(-(-vocab.size // 32) * 32, dtype=bool)
         allowed[np.fromiter(self.moves, dtype=np.int64, count=len(self.moves))] = True
+        for label in self.class_moves:
+            allowed[wild.class_groups[label]] = True
         for k, chars in enumerate(wild.chars):
             lengths = [j for (c, j) in self.groups if c == k]
             if lengths:
@@ -304,6 +324,8 @@ class StateInfo:
     def advance(self, wild: Wildcards, token_id: int) -> int | None:
         """The next state on a token (its own arc, else its wildcard group's)."""
         nxt = self.moves.get(token_id)
+        if nxt is None and self.class_moves:
+            nxt = self.class_moves.get(int(wild.class_group_of[token_id]))
         if nxt is None and self.groups:
             for k, chars in enumerate(wild.chars):
                 j = int(chars[token_id])
@@ -319,7 +341,7 @@ class StateInfo:
 
     @property
     def has_tokens(self) -> bool:
-        return bool(self.moves or self.groups or self.heads)
+        return bool(self.moves or self.groups or self.heads or self.class_moves)
 
 
 class FSTCompiled(BaseCompiled):

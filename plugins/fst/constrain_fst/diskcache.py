@@ -2,7 +2,8 @@
 (``Fst.write``/``Fst.read``), its wildcard tables in a NumPy ``.npz`` read with
 ``allow_pickle=False``. Nothing is ever unpickled.
 
-One pair of files per (vocabulary fingerprint, wildcard class set); written
+One pair of files per (vocabulary fingerprint, wildcard class set, UTF-8
+class spelling or not); written
 to a temporary name and renamed, so a reader never sees half a file. A file
 that cannot be read back, or whose tables do not fit the vocabulary, is
 ignored (and rebuilt by the caller), never trusted.
@@ -23,35 +24,49 @@ from constrain_api.automata import CharSet
 from .wildcards import Wildcards
 
 
-def _stem(fingerprint: str, classes: tuple[CharSet, ...]) -> str:
+def _stem(fingerprint: str, classes: tuple[CharSet, ...], utf8: bool) -> str:
     text = repr([c.ranges for c in classes]).encode()
-    return f"tv-{fingerprint[:24]}-{hashlib.sha256(text).hexdigest()[:16]}"
+    kind = "u" if utf8 else "b"
+    return f"tv-{fingerprint[:24]}-{hashlib.sha256(text).hexdigest()[:16]}-{kind}"
 
 
-def load(folder: Path, fingerprint: str, classes: tuple[CharSet, ...], size: int):
+def load(folder: Path, fingerprint: str, classes: tuple[CharSet, ...], utf8: bool, size: int):
     """(T_V, Wildcards) from ``folder``, or None if absent or not usable."""
-    stem = folder / _stem(fingerprint, classes)
+    stem = folder / _stem(fingerprint, classes, utf8)
     try:
         with np.load(stem.with_suffix(".npz"), allow_pickle=False) as data:
             chars, tails, head_ids = data["chars"], data["tails"], data["head_ids"]
             groups = {int(a): (int(b), int(c)) for a, b, c in data["groups"].tolist()}
             heads = {int(a): (int(b), int(c), int(d)) for a, b, c, d in data["heads"].tolist()}
             stored = str(data["fingerprint"])
+            group_of = data["class_group_of"]
         fst = pynini.Fst.read(str(stem.with_suffix(".fst")))
     except (OSError, KeyError, ValueError, TypeError, pynini.FstIOError):
         return None
     shape = (len(classes), size)
     if stored != fingerprint or chars.shape != shape or tails.shape != shape:
         return None
+    if utf8 != (group_of.shape == (size,)):
+        return None
     ids = head_ids if head_ids.shape == (size,) else None
-    wild = Wildcards(classes, tuple(chars), groups, tuple(tails), ids, heads)
+    class_groups, class_group_of = {}, None
+    if utf8:
+        class_group_of = group_of
+        order = np.argsort(group_of, kind="stable")
+        labels, starts = np.unique(group_of[order], return_index=True)
+        for label, members in zip(labels.tolist(), np.split(order, starts[1:]), strict=True):
+            if label:
+                class_groups[label] = members
+    wild = Wildcards(
+        classes, tuple(chars), groups, tuple(tails), ids, heads, class_groups, class_group_of
+    )
     return fst, wild
 
 
 def store(folder: Path, fingerprint: str, fst: pynini.Fst, wild: Wildcards, size: int) -> None:
     """Write T_V and its tables (atomically: temporary names, then renames)."""
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / _stem(fingerprint, wild.classes)
+    stem = folder / _stem(fingerprint, wild.classes, wild.utf8_classes)
     empty = np.zeros((0, size), dtype=np.int32)
     with tempfile.NamedTemporaryFile(dir=folder, suffix=".npz", delete=False) as f:
         np.savez(
@@ -61,6 +76,7 @@ def store(folder: Path, fingerprint: str, fst: pynini.Fst, wild: Wildcards, size
             head_ids=wild.head_ids if wild.head_ids is not None else np.zeros(0, np.int32),
             groups=np.array([(a, *g) for a, g in wild.groups.items()], np.int64).reshape(-1, 3),
             heads=np.array([(a, *h) for a, h in wild.heads.items()], np.int64).reshape(-1, 4),
+            class_group_of=wild.class_group_of if wild.utf8_classes else np.zeros(0, np.int64),
             fingerprint=np.array(fingerprint),
         )
     tables = f.name

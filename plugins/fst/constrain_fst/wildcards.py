@@ -44,7 +44,8 @@ import pynini
 
 from constrain_api.automata import CharSet, utf8_sequences
 
-from .automata import END, ONE, add_trie
+from .automata import END, ONE, add_trie, arc_arrays
+from .utf8classes import add_class_trie, is_interval
 
 #: At most this many wildcard classes per constraint (the markers number 2**k - 1).
 MAX_CLASSES = 4
@@ -148,16 +149,10 @@ def byte_table(acceptor: pynini.Fst) -> tuple[np.ndarray, np.ndarray]:
     and which states have arcs that are not bytes or the end marker."""
     table = np.full((acceptor.num_states(), 256), -1, dtype=np.int32)
     other = np.zeros(acceptor.num_states(), dtype=bool)
-    src, byte, dst = [], [], []
-    for s in acceptor.states():
-        for arc in acceptor.arcs(s):
-            if arc.ilabel <= 256:
-                src.append(s)
-                byte.append(arc.ilabel - 1)
-                dst.append(arc.nextstate)
-            elif arc.ilabel != END:
-                other[s] = True
-    table[src, byte] = dst
+    src, label, dst = arc_arrays(acceptor)
+    byte = (label >= 1) & (label <= 256)
+    table[src[byte], label[byte] - 1] = dst[byte]
+    other[src[~byte & (label != END)]] = True
     return table, other
 
 
@@ -220,7 +215,9 @@ class Wildcards:
     input label stands for, ``heads[label]`` the (class, first character,
     characters after it) triple of a group spelled by first character;
     ``head_ids`` numbers each such token's first character (``len`` of the
-    first characters for the other tokens).
+    first characters for the other tokens). ``class_groups[label]`` are the
+    tokens of a UTF-8 class group (``utf8classes``), ``class_group_of`` each
+    token's group label (0: none); both empty when T_V spells bytes.
     """
 
     classes: tuple[CharSet, ...]
@@ -229,14 +226,24 @@ class Wildcards:
     tails: tuple[np.ndarray, ...] = ()
     head_ids: np.ndarray | None = None
     heads: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    class_groups: dict[int, np.ndarray] = field(default_factory=dict)
+    class_group_of: np.ndarray | None = None
+
+    @property
+    def utf8_classes(self) -> bool:
+        """Whether T_V spells non-ASCII bytes by interval (``utf8classes``)."""
+        return self.class_group_of is not None
 
 
 def wildcard_detokenizer(
-    vocab, classes, chars, tails=(), first: np.ndarray | None = None
+    vocab, classes, chars, tails=(), first: np.ndarray | None = None, utf8_classes: bool = False
 ) -> tuple[pynini.Fst, Wildcards]:
     """T_V with wildcard spellings for the given classes (see the module
     docstring): ``chars``/``tails`` per class from ``wild_chars``, ``first``
-    from ``first_chars`` (needed when ``tails`` are given)."""
+    from ``first_chars`` (needed when ``tails`` are given). ``utf8_classes``:
+    the tokens spelled in plain bytes spell non-ASCII bytes by interval
+    instead, in class groups (``utf8classes``; only for acceptors where
+    ``utf8classes.uniform`` holds)."""
     groups: dict[int, tuple[int, int]] = {}
     sets = np.zeros(vocab.size, dtype=np.int32)  # per token, the classes it is wild for
     for k, counts in enumerate(chars):
@@ -250,14 +257,23 @@ def wildcard_detokenizer(
     fst.set_start(root)
     fst.set_final(root)
     normal = vocab.normal_ids()
-    add_trie(fst, root, root, vocab, normal[(sets[normal] == 0) & (heads_of[normal] == 0)].tolist())
+    plain = normal[(sets[normal] == 0) & (heads_of[normal] == 0)].tolist()
+    label = vocab.size + 1  # group labels: after the token ids
+    class_groups: dict[int, np.ndarray] = {}
+    class_group_of = None
+    if utf8_classes:
+        class_groups, label = add_class_trie(fst, root, root, vocab, plain, label)
+        class_group_of = np.zeros(vocab.size, dtype=np.int64)
+        for group, members in class_groups.items():
+            class_group_of[members] = group
+    else:
+        add_trie(fst, root, root, vocab, plain)
     for s in range(1, 1 << len(classes)):
         ids = normal[sets[normal] == s].tolist()
         if ids:
             entry = fst.add_state()
             fst.add_arc(root, pynini.Arc(0, MARK + s, ONE, entry))
             add_trie(fst, entry, root, vocab, ids)
-    label = vocab.size + 1
     for k, counts in enumerate(chars):
         for depth, j in _chain(fst, root, root, WILD + k, counts):
             fst.add_arc(depth, pynini.Arc(label, WILD + k, ONE, root))
@@ -292,7 +308,16 @@ def wildcard_detokenizer(
                     label += 1
     for eos in sorted(vocab.eos_ids):
         fst.add_arc(root, pynini.Arc(eos + 1, END, ONE, root))
-    wild = Wildcards(tuple(classes), tuple(chars), groups, tuple(tails), head_ids, heads)
+    wild = Wildcards(
+        tuple(classes),
+        tuple(chars),
+        groups,
+        tuple(tails),
+        head_ids,
+        heads,
+        class_groups,
+        class_group_of,
+    )
     return fst.connect().arcsort("olabel"), wild
 
 
@@ -332,7 +357,7 @@ def add_wildcard_arcs(
     are spelled in bytes) and stay loops (where tokens spelled by first
     character continue in bytes); returns, per state, the bit set of the
     classes it is closed for. At a state in ``exclude`` a marker leads to a
-    copy of the state with its byte arcs only: the token's bytes start right
+    copy of the state with its byte (and UTF-8 interval) arcs only: the token's bytes start right
     there, and a call or return first is taken before the marker instead."""
     n = table.shape[0]
     closed_for = np.zeros(n, dtype=np.int32)
@@ -350,8 +375,9 @@ def add_wildcard_arcs(
         if classes and exclude is not None and exclude[q]:
             target = acceptor.add_state()
             acceptor.set_final(target)
-            for b in np.flatnonzero(table[q] >= 0).tolist():
-                acceptor.add_arc(target, pynini.Arc(b + 1, b + 1, ONE, int(table[q, b])))
+            for arc in list(acceptor.arcs(q)):  # its bytes (and UTF-8 interval arcs)
+                if 1 <= arc.ilabel <= 256 or is_interval(arc.ilabel):
+                    acceptor.add_arc(target, pynini.Arc(arc.ilabel, arc.olabel, ONE, arc.nextstate))
         if classes:
             acceptor.add_arc(q, pynini.Arc(HEAD, HEAD, ONE, target))
         c, m = int(closed_for[q]), int(strict_for[q])
