@@ -7,9 +7,10 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pynini
 import pytest
 from constrain_conformance import paths
-from constrain_fst.automata import prefix_acceptor
+from constrain_fst.automata import _parse_vector, arc_arrays, prefix_acceptor
 from constrain_fst.wildcards import (
     byte_table,
     candidate_classes,
@@ -138,3 +139,16 @@ def test_wildcards_are_used_and_change_the_automaton(vocab):
         checker.update([TOKENS.index(token)])
     assert checker.is_accepting()
     assert not checker.accepts(TOKENS.index("x"))
+
+
+@pytest.mark.parametrize("pattern", ['"[^"\\n]{0,5}"', "(ab|c)*d", "a", "[a-z]+( [a-z]+)*"])
+def test_arc_arrays_read_every_arc_of_the_binary_format(pattern):
+    fst = prefix_acceptor(parse_regex(pattern))
+    expected = sorted((s, arc.ilabel, arc.nextstate) for s in fst.states() for arc in fst.arcs(s))
+    got = sorted(zip(*(a.tolist() for a in arc_arrays(fst)), strict=True))
+    assert got == expected and got
+    assert _parse_vector(fst.write_to_string()) is not None  # not the fallback
+    # an FST with symbol tables is not the plain layout: the iterator reads it
+    fst.set_input_symbols(pynini.SymbolTable())
+    assert _parse_vector(fst.write_to_string()) is None
+    assert sorted(zip(*(a.tolist() for a in arc_arrays(fst)), strict=True)) == expected
