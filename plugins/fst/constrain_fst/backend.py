@@ -109,6 +109,7 @@ class FSTBackend(BaseBackend):
         self._detokenizers: OrderedDict[tuple, tuple[Any, Wildcards]] = OrderedDict()
         self._texts: dict[str, TokenText] = {}
         self._chars: dict[tuple[str, CharSet], tuple[np.ndarray, np.ndarray]] = {}
+        self._kinds: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
 
     def build(self, spec, vocab: Vocabulary, **options: Any) -> BaseCompiled:
@@ -139,8 +140,8 @@ class FSTBackend(BaseBackend):
         after_detok = time.perf_counter()
         if utf8:  # before the wildcard arcs, whose marker copies copy them
             utf8classes.add_class_arcs(acceptor, table)
-        closed_for = add_wildcard_arcs(acceptor, table, classes, calls)
-        wide = self._check_composition(table, closed_for, wild, vocab, max_arcs)
+        closed_for, strict_for = add_wildcard_arcs(acceptor, table, classes, calls)
+        wide = self._check_composition(table, closed_for, strict_for, wild, vocab, max_arcs)
         if network is None:
             automaton = token_automaton(detok, acceptor)
         else:
@@ -201,15 +202,24 @@ class FSTBackend(BaseBackend):
             covered = np.maximum(covered, saved)
         return chosen
 
-    def _check_composition(self, table, closed_for, wild: Wildcards, vocab, max_arcs) -> int:
+    def _check_composition(
+        self, table, closed_for, strict_for, wild: Wildcards, vocab, max_arcs
+    ) -> int:
         """Raise before OpenFst starts if wide states would spell too many
-        tokens in bytes; returns the number of wide states."""
+        tokens in bytes; returns the number of wide states. A token counts as
+        covered at a state closed for one of the classes it is wild for, or,
+        spelled by head, where its (ASCII) first character leads to a state
+        closed for a class its rest is wild for."""
         wide_states = np.flatnonzero((table >= 0).sum(axis=1) >= WIDE)
-        counts = [int(np.count_nonzero(c)) for c in wild.chars]
         estimate = 0
-        for q in wide_states.tolist():
-            covered = [counts[k] for k in range(len(counts)) if closed_for[q] >> k & 1]
-            estimate += vocab.size - max(covered, default=0)
+        if len(wide_states):
+            kinds, counts = self._token_kinds(vocab, wild)
+            wild_sets, head_sets, first = kinds[:, 0], kinds[:, 1], kinds[:, 2]
+            for q in wide_states.tolist():
+                after = table[q, np.minimum(first, 127)]  # the state after the first byte
+                strict = np.where((first < 128) & (after >= 0), strict_for[after], 0)
+                covered = (wild_sets & closed_for[q]) | (head_sets & strict)
+                estimate += int(counts[covered == 0].sum())
         if estimate > max_arcs:
             raise CompileLimitExceeded(
                 "max_composed_arcs",
@@ -219,6 +229,26 @@ class FSTBackend(BaseBackend):
                 "class covers them; the composition would hold about that many arcs",
             )
         return len(wide_states)
+
+    def _token_kinds(self, vocab: Vocabulary, wild: Wildcards) -> tuple[np.ndarray, np.ndarray]:
+        """The normal tokens counted by (classes wild for, classes the rest is
+        wild for, first byte if ASCII else 128): the rows and their counts
+        (kept per vocabulary and class set)."""
+        key = (vocab.fingerprint, wild.classes)
+        found = self._kinds.get(key)
+        if found is not None:
+            return found
+        normal = vocab.normal_ids()
+        wild_sets = np.zeros(vocab.size, dtype=np.int64)
+        head_sets = np.zeros(vocab.size, dtype=np.int64)
+        for k, chars in enumerate(wild.chars):
+            wild_sets |= (chars > 0).astype(np.int64) << k
+            head_sets |= (wild.tails[k] > 0).astype(np.int64) << k
+        first = first_chars(self._token_text(vocab)).astype(np.int64)
+        first = np.where((first >= 0) & (first < 128), first, 128)
+        keys = np.stack([wild_sets[normal], head_sets[normal], first[normal]], axis=1)
+        found = self._kinds[key] = np.unique(keys, axis=0, return_counts=True)
+        return found
 
     def _token_text(self, vocab: Vocabulary) -> TokenText:
         with self._lock:

@@ -23,11 +23,15 @@ from constrain_api.automata import CharSet
 
 from .wildcards import Wildcards
 
+#: Bumped whenever T_V's spelling or its tables change meaning: older files are ignored.
+FORMAT = 2
+
 
 def _stem(fingerprint: str, classes: tuple[CharSet, ...], utf8: bool) -> str:
     text = repr([c.ranges for c in classes]).encode()
     kind = "u" if utf8 else "b"
-    return f"tv-{fingerprint[:24]}-{hashlib.sha256(text).hexdigest()[:16]}-{kind}"
+    digest = hashlib.sha256(text).hexdigest()[:16]
+    return f"tv{FORMAT}-{fingerprint[:24]}-{digest}-{kind}"
 
 
 def load(folder: Path, fingerprint: str, classes: tuple[CharSet, ...], utf8: bool, size: int):

@@ -17,16 +17,18 @@ Here, for a wildcard class C:
   repeated once per character, read with a *group* label G(C, j) that
   stands for all wild tokens of j characters; the byte acceptor gets a W_C
   arc q → next(q) at closed states;
-* so that a closed state does not also walk the wild tokens byte by byte,
-  their byte spellings in T_V start with a marker M_S (S: the set of classes
-  the token is wild for), which the acceptor reads only at states closed for
-  no class in S.
-
-* a token whose first character is outside C and the rest inside it is
-  *headed*: spelled with ``HEAD``, its first character's bytes, then either
-  ``SWITCH`` (read where C is closed in the middle of a token) and the
-  wildcard symbols with a group label per (class, first character, rest),
-  or ``STAY`` (read elsewhere) and the rest in bytes.
+* a token of two or more characters whose characters after the first are
+  all in C (` foo`, and every wild token) is also *headed*: spelled with
+  ``HEAD``, its first character's bytes, then either ``SWITCH`` (read where
+  C is closed in the middle of a token) and the wildcard symbols with a
+  group label per (class, first character, rest), or ``STAY`` (read
+  elsewhere) and the rest in bytes. A state that is not closed (the hex
+  digit after ``\\u001`` in a JSON string) still reads the wild tokens by
+  first character and group when the state after that character is;
+* a one-character wild token has no head spelling: its byte spelling starts
+  with a marker M_S (S: the classes it is wild for), which the acceptor
+  reads only at states closed for no class in S, so that a closed state
+  does not read it twice.
 
 Every token is thus spelled at every state by bytes or by wildcards, never
 lost; both spellings, where both exist, reach the same state. The token
@@ -97,8 +99,8 @@ def token_text(vocab) -> TokenText:
 
 def wild_chars(text: TokenText, charset: CharSet) -> tuple[np.ndarray, np.ndarray]:
     """Per token id: (its number of characters if all are in ``charset``,
-    else 0; its number of characters after the first if those are all in
-    ``charset`` but the first is not, else 0)."""
+    else 0; its number of characters after the first if there are some and
+    they are all in ``charset``, whatever the first is, else 0)."""
     chars = np.zeros(text.size, dtype=np.int32)
     tails = np.zeros(text.size, dtype=np.int32)
     if not len(text.valid_ids) or not charset.ranges:
@@ -111,7 +113,7 @@ def wild_chars(text: TokenText, charset: CharSet) -> tuple[np.ndarray, np.ndarra
     first_out = outside[text.starts]
     wild = bad == 0
     chars[text.valid_ids[wild]] = text.lengths[wild]
-    headed = first_out & (bad == 1) & (text.lengths > 1)
+    headed = (bad == first_out) & (text.lengths > 1)  # nothing outside after the first
     tails[text.valid_ids[headed]] = text.lengths[headed] - 1
     return chars, tails
 
@@ -248,10 +250,9 @@ def wildcard_detokenizer(
     sets = np.zeros(vocab.size, dtype=np.int32)  # per token, the classes it is wild for
     for k, counts in enumerate(chars):
         sets |= (counts > 0).astype(np.int32) << k
-    heads_of = np.zeros(vocab.size, dtype=np.int32)  # ... and those it is headed-wild for
+    heads_of = np.zeros(vocab.size, dtype=np.int32)  # ... and those its rest is wild for
     for k, counts in enumerate(tails):
         heads_of |= (counts > 0).astype(np.int32) << k
-    heads_of[sets != 0] = 0  # a token wild for some class is spelled from its start
     fst = pynini.Fst()
     root = fst.add_state()
     fst.set_start(root)
@@ -268,44 +269,33 @@ def wildcard_detokenizer(
             class_group_of[members] = group
     else:
         add_trie(fst, root, root, vocab, plain)
-    for s in range(1, 1 << len(classes)):
-        ids = normal[sets[normal] == s].tolist()
-        if ids:
-            entry = fst.add_state()
-            fst.add_arc(root, pynini.Arc(0, MARK + s, ONE, entry))
-            add_trie(fst, entry, root, vocab, ids)
     for k, counts in enumerate(chars):
         for depth, j in _chain(fst, root, root, WILD + k, counts):
             fst.add_arc(depth, pynini.Arc(label, WILD + k, ONE, root))
             groups[label] = (k, j)
             label += 1
-    head_ids, heads = None, {}
+    head_ids, heads, codes = None, {}, None
     headed = normal[heads_of[normal] != 0]
     if len(headed):
         codes, inverse = np.unique(first[headed], return_inverse=True)
         head_ids = np.full(vocab.size, len(codes), dtype=np.int32)
         head_ids[headed] = inverse
-        start = fst.add_state()
-        fst.add_arc(root, pynini.Arc(0, HEAD, ONE, start))
-        nodes = {b"": start}
-        for h, code in enumerate(codes.tolist()):
-            head = chr(code).encode("utf-8")
-            node = _path(fst, nodes, head)
-            mine = headed[inverse == h]
-            for s in sorted(set(heads_of[mine].tolist())):
-                entry = fst.add_state()
-                fst.add_arc(node, pynini.Arc(0, STAY + s, ONE, entry))
-                add_trie(fst, entry, root, vocab, mine[heads_of[mine] == s].tolist(), len(head))
-            for k, counts in enumerate(tails):
-                ours = counts[mine]  # the rest's lengths, for this first character
-                if not ours.any():
-                    continue
-                switch = fst.add_state()
-                fst.add_arc(node, pynini.Arc(0, SWITCH + k, ONE, switch))
-                for depth, j in _chain(fst, switch, root, WILD + k, ours):
-                    fst.add_arc(depth, pynini.Arc(label, WILD + k, ONE, root))
-                    heads[label] = (k, h, j)
-                    label += 1
+    # Entries: HEAD for tokens wild for no class; the marker of their class set
+    # for wild ones (one-character ones in bytes, the others by head), so that
+    # a state closed for one of their classes reads them by wildcards only.
+    for s in range(1 << len(classes)):
+        ours = normal[sets[normal] == s]
+        if not len(ours):
+            continue
+        entry = fst.add_state()
+        fst.add_arc(root, pynini.Arc(0, HEAD if s == 0 else MARK + s, ONE, entry))
+        if s:
+            add_trie(fst, entry, root, vocab, ours[heads_of[ours] == 0].tolist())
+        mine = ours[heads_of[ours] != 0]
+        if len(mine):
+            label = _add_heads(
+                fst, entry, root, vocab, mine, head_ids, codes, heads_of, tails, heads, label
+            )
     for eos in sorted(vocab.eos_ids):
         fst.add_arc(root, pynini.Arc(eos + 1, END, ONE, root))
     wild = Wildcards(
@@ -319,6 +309,34 @@ def wildcard_detokenizer(
         class_group_of,
     )
     return fst.connect().arcsort("olabel"), wild
+
+
+def _add_heads(fst, entry, root, vocab, ids, head_ids, codes, heads_of, tails, heads, label) -> int:
+    """Spell the tokens ``ids`` by head from ``entry``: a trie of first
+    characters, then ``STAY`` and the rest in bytes, or ``SWITCH`` and the
+    wildcard chain with a group label per (class, first character, rest)
+    (recorded in ``heads``, numbered from ``label``). Returns the next label."""
+    nodes = {b"": entry}
+    per_head = head_ids[ids]
+    for h in np.unique(per_head).tolist():
+        head = chr(int(codes[h])).encode("utf-8")
+        node = _path(fst, nodes, head)
+        mine = ids[per_head == h]
+        for s in sorted(set(heads_of[mine].tolist())):
+            stay = fst.add_state()
+            fst.add_arc(node, pynini.Arc(0, STAY + s, ONE, stay))
+            add_trie(fst, stay, root, vocab, mine[heads_of[mine] == s].tolist(), len(head))
+        for k, counts in enumerate(tails):
+            rest = counts[mine]  # the rest's lengths, for this first character
+            if not rest.any():
+                continue
+            switch = fst.add_state()
+            fst.add_arc(node, pynini.Arc(0, SWITCH + k, ONE, switch))
+            for depth, j in _chain(fst, switch, root, WILD + k, rest):
+                fst.add_arc(depth, pynini.Arc(label, WILD + k, ONE, root))
+                heads[label] = (k, h, j)
+                label += 1
+    return label
 
 
 def _chain(fst: pynini.Fst, start: int, root: int, symbol: int, counts: np.ndarray):
@@ -351,13 +369,14 @@ def _path(fst: pynini.Fst, nodes: dict[bytes, int], data: bytes) -> int:
 
 def add_wildcard_arcs(
     acceptor: pynini.Fst, table: np.ndarray, classes, exclude: np.ndarray | None = None
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """Give the byte acceptor its W arcs (closed states), switch loops (states
     closed in the middle of a token), marker loops (states where wild tokens
     are spelled in bytes) and stay loops (where tokens spelled by first
-    character continue in bytes); returns, per state, the bit set of the
-    classes it is closed for. At a state in ``exclude`` a marker leads to a
-    copy of the state with its byte (and UTF-8 interval) arcs only: the token's bytes start right
+    character continue in bytes); returns, per state, the bit sets of the
+    classes it is closed for where a token starts and in the middle of one.
+    At a state in ``exclude`` a marker leads to a copy of the state with its
+    byte (and UTF-8 interval) arcs only: the token's bytes start right
     there, and a call or return first is taken before the marker instead."""
     n = table.shape[0]
     closed_for = np.zeros(n, dtype=np.int32)
@@ -387,4 +406,4 @@ def add_wildcard_arcs(
             if not s & m:  # in the middle of a token: calls and returns may follow
                 acceptor.add_arc(q, pynini.Arc(STAY + s, STAY + s, ONE, q))
     acceptor.arcsort("ilabel")
-    return closed_for
+    return closed_for, strict_for

@@ -45,13 +45,15 @@ def test_wild_chars_count_characters_of_tokens_wholly_in_the_class(vocab):
     # a quote, partial UTF-8 and the special token are never wild
     for t in ('"', 'x"', '"x', b"\xc3", b"\xa9", b"x\xc3", "<eos>"):
         assert count[t] == 0, t
-    # headed: a first character outside the class, the rest (at least one) inside
+    # headed: any first character, the rest (at least one) inside; wild tokens too
     tail = {TOKENS[i]: int(tails[i]) for i in range(len(TOKENS))}
-    assert tail['"x'] == 1 and tail['"'] == 0 and tail['x"'] == 0 and tail["xxx"] == 0
+    assert tail['"x'] == 1 and tail['"'] == 0 and tail['x"'] == 0 and tail["xxx"] == 2
+    assert tail["x"] == 0 and tail["中x"] == 1 and tail[b"x\xc3"] == 0
     chars, tails = wild_chars(token_text(vocab), CharSet.range("a", "z"))
     assert int(chars[TOKENS.index("xé")]) == 0 and int(chars[TOKENS.index("ax")]) == 2
     assert int(tails[TOKENS.index(" ax")]) == 2 and int(tails[TOKENS.index("éa")]) == 1
     assert int(tails[TOKENS.index(" xé")]) == 0 and int(tails[TOKENS.index("  x")]) == 0
+    assert int(tails[TOKENS.index("ax")]) == 1  # wild, and headed by its first letter
 
 
 def test_closed_states_follow_the_definition():
@@ -152,3 +154,19 @@ def test_arc_arrays_read_every_arc_of_the_binary_format(pattern):
     fst.set_input_symbols(pynini.SymbolTable())
     assert _parse_vector(fst.write_to_string()) is None
     assert sorted(zip(*(a.tolist() for a in arc_arrays(fst)), strict=True)) == expected
+
+
+def test_a_closed_state_reads_wild_tokens_by_wildcards_only(vocab):
+    # Inside the quotes every state is closed for [^"]: wild tokens follow
+    # their (class, length) group and nothing else — no byte spelling, no
+    # head spelling (each would add arcs per token or per first character).
+    compiled = ca.get("fst").compile(ca.Regex('"[^"]*"'), vocab)
+    checker = compiled.checker()
+    checker.update([TOKENS.index('"')])
+    info = compiled.state(checker.state)
+    assert info.groups and not info.heads
+    wild = {i for i in range(len(TOKENS)) if compiled.wild.chars[0][i]}
+    assert not wild & set(info.moves)
+    assert {TOKENS.index(t) for t in ("xxx", "中x", "é")} <= set(
+        checker.mask().allowed_ids().tolist()
+    )
