@@ -247,7 +247,10 @@ class FSTBackend(BaseBackend):
         first = first_chars(self._token_text(vocab)).astype(np.int64)
         first = np.where((first >= 0) & (first < 128), first, 128)
         keys = np.stack([wild_sets[normal], head_sets[normal], first[normal]], axis=1)
-        found = self._kinds[key] = np.unique(keys, axis=0, return_counts=True)
+        found = np.unique(keys, axis=0, return_counts=True)
+        if len(self._kinds) >= KEEP_DETOKENIZERS * 8:  # one per class set met: bounded
+            self._kinds.clear()
+        self._kinds[key] = found
         return found
 
     def _token_text(self, vocab: Vocabulary) -> TokenText:
