@@ -1,5 +1,6 @@
-"""Byte-level acceptors in pynini from the core's regex AST, and the
-detokenizing transducer T_V.
+"""Byte-level acceptors in pynini from the core's regex AST, the byte trie
+T_V is made of (``add_trie``; T_V itself is ``wildcards.wildcard_detokenizer``),
+their composition, and a fast reader of an FST's arcs.
 
 Labels: byte ``b`` is label ``b + 1`` (OpenFst reserves 0 for epsilon), the
 end marker is ``END``; token ``i`` is input label ``i + 1``.
@@ -134,24 +135,6 @@ def add_trie(fst: pynini.Fst, entry: int, exit: int, vocab, ids, skip: int = 0) 
                 fst.add_arc(state, pynini.Arc(0, data[k - 1] + 1, ONE, nxt))
             state = nxt
         fst.add_arc(state, pynini.Arc(token_id + 1, data[-1] + 1, ONE, exit))
-
-
-def detokenizer(vocab) -> pynini.Fst:
-    """T_V: token ids in, their bytes out, trie-compacted.
-
-    From the root, a token's bytes are a path of arcs that share prefixes with
-    other tokens (input epsilon); the last arc reads the token id and returns
-    to the root, the only final state. EOS ids write ``END``; other special
-    tokens are left out (never allowed).
-    """
-    fst = pynini.Fst()
-    root = fst.add_state()
-    fst.set_start(root)
-    fst.set_final(root)
-    add_trie(fst, root, root, vocab, vocab.normal_ids().tolist())
-    for eos in sorted(vocab.eos_ids):
-        fst.add_arc(root, pynini.Arc(eos + 1, END, ONE, root))
-    return fst.arcsort("olabel")
 
 
 def prefix_acceptor(node: Node) -> pynini.Fst:

@@ -241,7 +241,10 @@ def wildcard_detokenizer(
     vocab, classes, chars, tails=(), first: np.ndarray | None = None, utf8_classes: bool = False
 ) -> tuple[pynini.Fst, Wildcards]:
     """T_V with wildcard spellings for the given classes (see the module
-    docstring): ``chars``/``tails`` per class from ``wild_chars``, ``first``
+    docstring). Token ids in, their spellings out: every spelling leaves the
+    root and its last arc reads the token id (or group label) back to the
+    root, the only final state; EOS ids write ``END``; other special tokens
+    are left out (never allowed). ``chars``/``tails`` per class from ``wild_chars``, ``first``
     from ``first_chars`` (needed when ``tails`` are given). ``utf8_classes``:
     the tokens spelled in plain bytes spell non-ASCII bytes by interval
     instead, in class groups (``utf8classes``; only for acceptors where
