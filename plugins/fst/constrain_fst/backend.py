@@ -108,7 +108,7 @@ class FSTBackend(BaseBackend):
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._detokenizers: OrderedDict[tuple, tuple[Any, Wildcards]] = OrderedDict()
         self._texts: dict[str, TokenText] = {}
-        self._chars: dict[tuple[str, CharSet], tuple[np.ndarray, np.ndarray]] = {}
+        self._chars: dict[tuple[str, CharSet], tuple[np.ndarray, ...]] = {}
         self._kinds: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
 
@@ -120,7 +120,7 @@ class FSTBackend(BaseBackend):
         use_utf8 = options.pop("utf8_classes", self.utf8_classes)
         if options:
             raise TypeError(f"unknown compile options for fst: {sorted(options)}")
-        start = time.perf_counter()
+        clock = _Clock()
         target = self._lowered(spec)
         network = None
         if target.kind == "grammar":
@@ -133,15 +133,18 @@ class FSTBackend(BaseBackend):
             raise CompileLimitExceeded(
                 "max_states", max_states, acceptor.num_states(), "the byte automaton"
             )
+        clock.lap("acceptor")
         table, calls = byte_table(acceptor)
         classes = self._wildcard_classes(table, vocab, calls) if use_wildcards else []
         utf8 = bool(use_utf8) and utf8classes.uniform(table)
+        clock.lap("analysis")
         detok, wild = self._detokenizer(vocab, classes, utf8)
-        after_detok = time.perf_counter()
+        clock.lap("detokenizer")
         if utf8:  # before the wildcard arcs, whose marker copies copy them
             utf8classes.add_class_arcs(acceptor, table)
         closed_for, strict_for = add_wildcard_arcs(acceptor, table, classes, calls)
         wide = self._check_composition(table, closed_for, strict_for, wild, vocab, max_arcs)
+        clock.lap("analysis")
         if network is None:
             automaton = token_automaton(detok, acceptor)
         else:
@@ -150,11 +153,12 @@ class FSTBackend(BaseBackend):
             raise CompileLimitExceeded(
                 "max_states", max_states, automaton.num_states(), "the token automaton"
             )
+        clock.lap("composition")
         stats = CompileStats(
-            time.perf_counter() - start,
+            clock.total(),
             states=automaton.num_states(),
             extra={
-                "detokenizer_seconds": after_detok - start,
+                **clock.laps,
                 "byte_states": int(table.shape[0]),
                 "wide_states": wide,
                 "wildcard_classes": len(classes),
@@ -207,18 +211,19 @@ class FSTBackend(BaseBackend):
     ) -> int:
         """Raise before OpenFst starts if wide states would spell too many
         tokens in bytes; returns the number of wide states. A token counts as
-        covered at a state closed for one of the classes it is wild for, or,
+        covered at a state closed for one of the classes it is wild for or
+        starts in (spelled by wildcards, then a short rest in bytes), or,
         spelled by head, where its (ASCII) first character leads to a state
         closed for a class its rest is wild for."""
         wide_states = np.flatnonzero((table >= 0).sum(axis=1) >= WIDE)
         estimate = 0
         if len(wide_states):
             kinds, counts = self._token_kinds(vocab, wild)
-            wild_sets, head_sets, first = kinds[:, 0], kinds[:, 1], kinds[:, 2]
+            wild_sets, head_sets, lead_sets, first = kinds.T
             for q in wide_states.tolist():
                 after = table[q, np.minimum(first, 127)]  # the state after the first byte
                 strict = np.where((first < 128) & (after >= 0), strict_for[after], 0)
-                covered = (wild_sets & closed_for[q]) | (head_sets & strict)
+                covered = ((wild_sets | lead_sets) & closed_for[q]) | (head_sets & strict)
                 estimate += int(counts[covered == 0].sum())
         if estimate > max_arcs:
             raise CompileLimitExceeded(
@@ -232,21 +237,24 @@ class FSTBackend(BaseBackend):
 
     def _token_kinds(self, vocab: Vocabulary, wild: Wildcards) -> tuple[np.ndarray, np.ndarray]:
         """The normal tokens counted by (classes wild for, classes the rest is
-        wild for, first byte if ASCII else 128): the rows and their counts
-        (kept per vocabulary and class set)."""
-        key = (vocab.fingerprint, wild.classes)
+        wild for, classes spelled by lead, first byte if ASCII else 128): the
+        rows and their counts (kept per vocabulary and class set)."""
+        key = (vocab.fingerprint, wild.classes, wild.utf8_classes)
         found = self._kinds.get(key)
         if found is not None:
             return found
         normal = vocab.normal_ids()
         wild_sets = np.zeros(vocab.size, dtype=np.int64)
+        lead_sets = np.zeros(vocab.size, dtype=np.int64)
         head_sets = np.zeros(vocab.size, dtype=np.int64)
         for k, chars in enumerate(wild.chars):
             wild_sets |= (chars > 0).astype(np.int64) << k
             head_sets |= (wild.tails[k] > 0).astype(np.int64) << k
+            if wild.lead_group_of is not None:
+                lead_sets |= (wild.lead_group_of[k] > 0).astype(np.int64) << k
         first = first_chars(self._token_text(vocab)).astype(np.int64)
         first = np.where((first >= 0) & (first < 128), first, 128)
-        keys = np.stack([wild_sets[normal], head_sets[normal], first[normal]], axis=1)
+        keys = np.stack([wild_sets, head_sets, lead_sets, first], axis=1)[normal]
         found = np.unique(keys, axis=0, return_counts=True)
         if len(self._kinds) >= KEEP_DETOKENIZERS * 8:  # one per class set met: bounded
             self._kinds.clear()
@@ -260,18 +268,22 @@ class FSTBackend(BaseBackend):
                 text = self._texts[vocab.fingerprint] = token_text(vocab)
             return text
 
-    def _wild_chars(self, vocab: Vocabulary, charset: CharSet) -> tuple[np.ndarray, np.ndarray]:
+    def _wild_chars(self, vocab: Vocabulary, charset: CharSet) -> tuple[np.ndarray, ...]:
         key = (vocab.fingerprint, charset)
         found = self._chars.get(key)
         if found is None:
             found = self._chars[key] = wild_chars(self._token_text(vocab), charset)
         return found
 
-    def _wildcard_tables(self, vocab: Vocabulary, classes) -> tuple[list, list, np.ndarray]:
+    def _wildcard_tables(self, vocab: Vocabulary, classes) -> dict[str, Any]:
         """``wildcard_detokenizer``'s per-class counts and first characters."""
-        pairs = [self._wild_chars(vocab, c) for c in classes]
-        first = first_chars(self._token_text(vocab))
-        return [p[0] for p in pairs], [p[1] for p in pairs], first
+        found = [self._wild_chars(vocab, c) for c in classes]
+        return {
+            "chars": [f[0] for f in found],
+            "tails": [f[1] for f in found],
+            "leads": [f[2] for f in found],
+            "first": first_chars(self._token_text(vocab)),
+        }
 
     def _detokenizer(
         self, vocab: Vocabulary, classes=(), utf8: bool = False
@@ -292,7 +304,7 @@ class FSTBackend(BaseBackend):
             )
         if found is None:
             found = wildcard_detokenizer(
-                vocab, classes, *self._wildcard_tables(vocab, classes), utf8_classes=utf8
+                vocab, classes, **self._wildcard_tables(vocab, classes), utf8_classes=utf8
             )
             if self.cache_dir is not None:
                 diskcache.store(self.cache_dir, vocab.fingerprint, *found, vocab.size)
@@ -303,11 +315,28 @@ class FSTBackend(BaseBackend):
         return found
 
 
+class _Clock:
+    """Seconds spent per phase of a compilation (``<phase>_seconds`` in its stats)."""
+
+    def __init__(self):
+        self.start = self.last = time.perf_counter()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        key = f"{phase}_seconds"
+        self.laps[key] = self.laps.get(key, 0.0) + now - self.last
+        self.last = now
+
+    def total(self) -> float:
+        return self.last - self.start
+
+
 class StateInfo:
     """One state of the token automaton, read once: token and group moves,
     parenthesis moves (pushdown automata only), the packed row, EOS."""
 
-    __slots__ = ("accepting", "class_moves", "closes", "groups", "heads", "moves", "opens", "row")
+    __slots__ = ("accepting", "closes", "groups", "heads", "member_moves", "moves", "opens", "row")
 
     def __init__(self, compiled: FSTCompiled, s: int):
         vocab = compiled.vocab
@@ -315,31 +344,33 @@ class StateInfo:
         self.moves: dict[int, int] = {}
         self.groups: dict[tuple[int, int], int] = {}
         self.heads: dict[tuple[int, int, int], int] = {}  # (class, first char, rest) → next
-        self.class_moves: dict[int, int] = {}  # UTF-8 class group label → next
+        self.member_moves: dict[int, int] = {}  # UTF-8 class or lead group label → next
         self.opens: list[tuple[int, int]] = []  # (open label, next)
         self.closes: list[tuple[int, int]] = []  # (matching open label, next)
-        self.accepting = False
-        for arc in compiled.automaton.arcs(s):
-            label = arc.ilabel
-            if label in compiled.eos_labels:
-                self.accepting = True
-            elif label >= PAREN:
+        labels, targets = compiled.automaton.arcs(s)
+        is_token = labels <= vocab.size  # token id + 1; the rest are group labels and parentheses
+        eos = np.isin(labels, compiled.eos_labels)
+        self.accepting = bool(eos.any())
+        plain = is_token & ~eos
+        self.moves = dict(zip((labels[plain] - 1).tolist(), targets[plain].tolist(), strict=True))
+        for label, nxt in zip(labels[~is_token].tolist(), targets[~is_token].tolist(), strict=True):
+            if label >= PAREN:
                 if label in compiled.closes:
-                    self.closes.append((compiled.closes[label], arc.nextstate))
+                    self.closes.append((compiled.closes[label], nxt))
                 else:
-                    self.opens.append((label, arc.nextstate))
+                    self.opens.append((label, nxt))
             elif label in wild.groups:
-                self.groups[wild.groups[label]] = arc.nextstate
+                self.groups[wild.groups[label]] = nxt
             elif label in wild.heads:
-                self.heads[wild.heads[label]] = arc.nextstate
-            elif label in wild.class_groups:
-                self.class_moves[label] = arc.nextstate
+                self.heads[wild.heads[label]] = nxt
+            elif label in wild.class_groups or label in wild.lead_groups:
+                self.member_moves[label] = nxt
             else:
-                self.moves[label - 1] = arc.nextstate
+                raise AssertionError(f"fst: unknown label {label} in the token automaton")
         allowed = np.zeros(-(-vocab.size // 32) * 32, dtype=bool)
         allowed[np.fromiter(self.moves, dtype=np.int64, count=len(self.moves))] = True
-        for label in self.class_moves:
-            allowed[wild.class_groups[label]] = True
+        for label in self.member_moves:
+            allowed[wild.members(label)] = True
         for k, chars in enumerate(wild.chars):
             lengths = [j for (c, j) in self.groups if c == k]
             if lengths:
@@ -357,8 +388,13 @@ class StateInfo:
     def advance(self, wild: Wildcards, token_id: int) -> int | None:
         """The next state on a token (its own arc, else its wildcard group's)."""
         nxt = self.moves.get(token_id)
-        if nxt is None and self.class_moves:
-            nxt = self.class_moves.get(int(wild.class_group_of[token_id]))
+        if nxt is None and self.member_moves:
+            if wild.class_group_of is not None:
+                nxt = self.member_moves.get(int(wild.class_group_of[token_id]))
+            if nxt is None and wild.lead_group_of is not None:
+                for label in wild.lead_group_of[:, token_id].tolist():
+                    if label and label in self.member_moves:
+                        return self.member_moves[label]
         if nxt is None and self.groups:
             for k, chars in enumerate(wild.chars):
                 j = int(chars[token_id])
@@ -374,7 +410,7 @@ class StateInfo:
 
     @property
     def has_tokens(self) -> bool:
-        return bool(self.moves or self.groups or self.heads or self.class_moves)
+        return bool(self.moves or self.groups or self.heads or self.member_moves)
 
 
 class FSTCompiled(BaseCompiled):
@@ -389,7 +425,7 @@ class FSTCompiled(BaseCompiled):
         self.closes: dict[int, int] = {}  # close label → open label (pushdown only)
         self.automaton = automaton
         self.wild = wild
-        self.eos_labels = {eos + 1 for eos in vocab.eos_ids}
+        self.eos_labels = np.array(sorted(eos + 1 for eos in vocab.eos_ids), dtype=np.int64)
         self._states: dict[int, StateInfo] = {}
 
     def checker(self) -> StateChecker:
@@ -408,7 +444,7 @@ class FSTChecker(StateChecker[int]):
     """The state is a state of the token-level DFA (an int; -1: empty language)."""
 
     def start_state(self) -> int:
-        return self.compiled.automaton.start()
+        return self.compiled.automaton.start
 
     def advance(self, state: int, token_id: int) -> int | None:
         if state < 0:
@@ -505,7 +541,7 @@ class PushdownChecker(StateChecker[frozenset]):
     (several when the grammar leaves a choice open); empty for no language."""
 
     def start_state(self) -> frozenset:
-        start = self.compiled.automaton.start()
+        start = self.compiled.automaton.start
         return frozenset({(start, None)}) if start >= 0 else frozenset()
 
     def advance(self, state: frozenset, token_id: int) -> frozenset | None:

@@ -24,7 +24,7 @@ from constrain_api.automata import CharSet
 from .wildcards import Wildcards
 
 #: Bumped whenever T_V's spelling or its tables change meaning: older files are ignored.
-FORMAT = 2
+FORMAT = 3
 
 
 def _stem(fingerprint: str, classes: tuple[CharSet, ...], utf8: bool) -> str:
@@ -44,27 +44,44 @@ def load(folder: Path, fingerprint: str, classes: tuple[CharSet, ...], utf8: boo
             heads = {int(a): (int(b), int(c), int(d)) for a, b, c, d in data["heads"].tolist()}
             stored = str(data["fingerprint"])
             group_of = data["class_group_of"]
+            lead_group_of = data["lead_group_of"]
         fst = pynini.Fst.read(str(stem.with_suffix(".fst")))
     except (OSError, KeyError, ValueError, TypeError, pynini.FstIOError):
         return None
     shape = (len(classes), size)
     if stored != fingerprint or chars.shape != shape or tails.shape != shape:
         return None
-    if utf8 != (group_of.shape == (size,)):
+    if utf8 != (group_of.shape == (size,)) or lead_group_of.shape != shape:
         return None
     ids = head_ids if head_ids.shape == (size,) else None
     class_groups, class_group_of = {}, None
     if utf8:
         class_group_of = group_of
-        order = np.argsort(group_of, kind="stable")
-        labels, starts = np.unique(group_of[order], return_index=True)
-        for label, members in zip(labels.tolist(), np.split(order, starts[1:]), strict=True):
-            if label:
-                class_groups[label] = members
+        class_groups = _members(group_of)
+    lead_groups: dict[int, np.ndarray] = {}
+    for row in lead_group_of:
+        lead_groups.update(_members(row))
     wild = Wildcards(
-        classes, tuple(chars), groups, tuple(tails), ids, heads, class_groups, class_group_of
+        classes,
+        tuple(chars),
+        groups,
+        tuple(tails),
+        ids,
+        heads,
+        class_groups,
+        class_group_of,
+        lead_groups,
+        lead_group_of if classes else None,
     )
     return fst, wild
+
+
+def _members(group_of: np.ndarray) -> dict[int, np.ndarray]:
+    """Group label → its tokens, from each token's label (0: none)."""
+    order = np.argsort(group_of, kind="stable")
+    labels, starts = np.unique(group_of[order], return_index=True)
+    split = np.split(order, starts[1:])
+    return {label: ids for label, ids in zip(labels.tolist(), split, strict=True) if label}
 
 
 def store(folder: Path, fingerprint: str, fst: pynini.Fst, wild: Wildcards, size: int) -> None:
@@ -81,6 +98,7 @@ def store(folder: Path, fingerprint: str, fst: pynini.Fst, wild: Wildcards, size
             groups=np.array([(a, *g) for a, g in wild.groups.items()], np.int64).reshape(-1, 3),
             heads=np.array([(a, *h) for a, h in wild.heads.items()], np.int64).reshape(-1, 4),
             class_group_of=wild.class_group_of if wild.utf8_classes else np.zeros(0, np.int64),
+            lead_group_of=wild.lead_group_of if wild.lead_group_of is not None else empty,
             fingerprint=np.array(fingerprint),
         )
     tables = f.name

@@ -23,7 +23,8 @@ import pynini
 
 from constrain_api import ByteDFA, CompileLimitExceeded, GrammarIR, UnsupportedConstraint
 
-from .automata import END, ONE, epsilon, label_acceptor
+from .arcs import TokenAutomaton, fst_arcs, remove_epsilons
+from .automata import END, ONE, epsilon, label_acceptor, optimize
 
 #: The non-terminal that calls the grammar's start, then reads the end marker.
 ROOT = "$root"
@@ -67,7 +68,7 @@ class Network:
         self.names = list(self.rules)
         self.index = {name: i for i, name in enumerate(self.names)}
         ignore = [self.terminals[n] for n in ir.ignore if n in self.terminals]
-        self.ignore = pynini.closure(pynini.union(*ignore)).optimize() if ignore else epsilon()
+        self.ignore = optimize(pynini.closure(pynini.union(*ignore))) if ignore else epsilon()
         self.acceptors = {name: self._acceptor(name) for name in self.names}
         self._refuse_left_recursion(_nullable(self.rules, dfas))
 
@@ -90,7 +91,7 @@ class Network:
             fst = pynini.concat(fst, pynini.closure(pynini.union(*map(self._sequence, tails))))
         if name == ROOT:
             fst = pynini.concat(fst, pynini.concat(self.ignore, label_acceptor(END)))
-        fst = fst.optimize()
+        fst = optimize(fst)
         if fst.num_states() > self.max_states:
             raise CompileLimitExceeded(
                 "max_states", self.max_states, fst.num_states(), f"the acceptor of {name}"
@@ -228,9 +229,12 @@ def _nullable(rules, dfas: dict[str, ByteDFA]) -> set[str]:
 
 def pushdown_automaton(
     detok: pynini.Fst, pdt: pynini.Fst, parens: pynini.PdtParentheses
-) -> pynini.Fst:
-    """T_V composed with the byte PDT (parentheses kept), projected on tokens,
+) -> TokenAutomaton:
+    """T_V composed with the byte PDT (parentheses kept), read on tokens,
     epsilon-free: arcs read tokens, wildcard groups or parentheses. Not
     determinized: a pushdown automaton's choices are resolved by the stack."""
     composed = pynini.pdt_compose(detok, pdt, parens, left_pdt=False)
-    return composed.project("input").rmepsilon()
+    tokens = remove_epsilons(fst_arcs(composed))
+    if tokens is None:  # an epsilon cycle: OpenFst's epsilon removal
+        tokens = remove_epsilons(fst_arcs(composed.project("input").rmepsilon()))
+    return tokens

@@ -46,7 +46,8 @@ import pynini
 
 from constrain_api.automata import CharSet, utf8_sequences
 
-from .automata import END, ONE, add_trie, arc_arrays
+from .arcs import fst_arcs
+from .automata import END, ONE, add_trie
 from .utf8classes import add_class_trie, is_interval
 
 #: At most this many wildcard classes per constraint (the markers number 2**k - 1).
@@ -97,14 +98,17 @@ def token_text(vocab) -> TokenText:
     )
 
 
-def wild_chars(text: TokenText, charset: CharSet) -> tuple[np.ndarray, np.ndarray]:
+def wild_chars(text: TokenText, charset: CharSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per token id: (its number of characters if all are in ``charset``,
     else 0; its number of characters after the first if there are some and
-    they are all in ``charset``, whatever the first is, else 0)."""
+    they are all in ``charset``, whatever the first is, else 0; its number
+    of leading characters in ``charset`` if there are some and a character
+    outside follows them, else 0)."""
     chars = np.zeros(text.size, dtype=np.int32)
     tails = np.zeros(text.size, dtype=np.int32)
+    leads = np.zeros(text.size, dtype=np.int32)
     if not len(text.valid_ids) or not charset.ranges:
-        return chars, tails
+        return chars, tails, leads
     lo = np.array([r[0] for r in charset.ranges], dtype=np.int32)
     hi = np.array([r[1] for r in charset.ranges], dtype=np.int32)
     at = np.searchsorted(lo, text.code_points, side="right") - 1
@@ -115,7 +119,11 @@ def wild_chars(text: TokenText, charset: CharSet) -> tuple[np.ndarray, np.ndarra
     chars[text.valid_ids[wild]] = text.lengths[wild]
     headed = (bad == first_out) & (text.lengths > 1)  # nothing outside after the first
     tails[text.valid_ids[headed]] = text.lengths[headed] - 1
-    return chars, tails
+    position = np.arange(len(text.code_points)) - np.repeat(text.starts, text.lengths)
+    first_outside = np.minimum.reduceat(np.where(outside, position, 1 << 30), text.starts)
+    led = ~wild & (first_outside > 0)
+    leads[text.valid_ids[led]] = first_outside[led]
+    return chars, tails, leads
 
 
 def first_chars(text: TokenText) -> np.ndarray:
@@ -131,15 +139,19 @@ def candidate_classes(table: np.ndarray, min_bytes: int = 8) -> list[CharSet]:
     alone and with every non-ASCII character added; distinct, in state order.
     Whether a class really acts uniformly anywhere is ``closed_states``' job."""
     found: dict[CharSet, None] = {}
+    seen: set[bytes] = set()
     ascii_part = table[:, :128]
     lead_alive = (table[:, 0xC2:0xF5] >= 0).all(axis=1)
     for q in np.flatnonzero((ascii_part >= 0).sum(axis=1) >= min_bytes).tolist():
         row = ascii_part[q]
         targets, counts = np.unique(row[row >= 0], return_counts=True)
-        block = np.flatnonzero(row == targets[np.argmax(counts)])
-        if len(block) < min_bytes:
+        inside = row == targets[np.argmax(counts)]
+        key = inside.tobytes() + bytes([int(lead_alive[q])])
+        if key in seen or counts.max() < min_bytes:
             continue
-        charset = CharSet(tuple((int(b), int(b)) for b in block))
+        seen.add(key)  # states alike give the same classes: build each once
+        edges = np.flatnonzero(np.diff(np.concatenate([[False], inside, [False]])))
+        charset = CharSet(tuple(zip(edges[::2].tolist(), (edges[1::2] - 1).tolist(), strict=True)))
         found.setdefault(charset)
         if lead_alive[q]:
             found.setdefault(CharSet((*charset.ranges, (0x80, 0x10FFFF))))
@@ -151,7 +163,8 @@ def byte_table(acceptor: pynini.Fst) -> tuple[np.ndarray, np.ndarray]:
     and which states have arcs that are not bytes or the end marker."""
     table = np.full((acceptor.num_states(), 256), -1, dtype=np.int32)
     other = np.zeros(acceptor.num_states(), dtype=bool)
-    src, label, dst = arc_arrays(acceptor)
+    arcs = fst_arcs(acceptor)
+    src, label, dst = arcs.source, arcs.ilabel, arcs.target
     byte = (label >= 1) & (label <= 256)
     table[src[byte], label[byte] - 1] = dst[byte]
     other[src[~byte & (label != END)]] = True
@@ -220,6 +233,9 @@ class Wildcards:
     first characters for the other tokens). ``class_groups[label]`` are the
     tokens of a UTF-8 class group (``utf8classes``), ``class_group_of`` each
     token's group label (0: none); both empty when T_V spells bytes.
+    ``lead_groups[label]`` are the tokens of a group spelled by wildcards
+    then bytes (same class, leading characters and rest), ``lead_group_of[k]``
+    each token's group label for class k (0: none).
     """
 
     classes: tuple[CharSet, ...]
@@ -230,6 +246,13 @@ class Wildcards:
     heads: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     class_groups: dict[int, np.ndarray] = field(default_factory=dict)
     class_group_of: np.ndarray | None = None
+    lead_groups: dict[int, np.ndarray] = field(default_factory=dict)
+    lead_group_of: np.ndarray | None = None
+
+    def members(self, label: int) -> np.ndarray:
+        """The tokens of a UTF-8 class group or a lead group."""
+        found = self.class_groups.get(label)
+        return found if found is not None else self.lead_groups[label]
 
     @property
     def utf8_classes(self) -> bool:
@@ -238,17 +261,24 @@ class Wildcards:
 
 
 def wildcard_detokenizer(
-    vocab, classes, chars, tails=(), first: np.ndarray | None = None, utf8_classes: bool = False
+    vocab,
+    classes,
+    chars,
+    tails=(),
+    first: np.ndarray | None = None,
+    utf8_classes: bool = False,
+    leads=(),
 ) -> tuple[pynini.Fst, Wildcards]:
     """T_V with wildcard spellings for the given classes (see the module
     docstring). Token ids in, their spellings out: every spelling leaves the
     root and its last arc reads the token id (or group label) back to the
     root, the only final state; EOS ids write ``END``; other special tokens
-    are left out (never allowed). ``chars``/``tails`` per class from ``wild_chars``, ``first``
-    from ``first_chars`` (needed when ``tails`` are given). ``utf8_classes``:
-    the tokens spelled in plain bytes spell non-ASCII bytes by interval
-    instead, in class groups (``utf8classes``; only for acceptors where
-    ``utf8classes.uniform`` holds)."""
+    are left out (never allowed). ``chars``/``tails``/``leads`` per class
+    from ``wild_chars``, ``first`` from ``first_chars`` (needed when
+    ``tails`` are given). ``utf8_classes``: the tokens spelled in plain bytes
+    spell non-ASCII bytes by interval instead, in class groups
+    (``utf8classes``; only for acceptors where ``utf8classes.uniform``
+    holds)."""
     groups: dict[int, tuple[int, int]] = {}
     sets = np.zeros(vocab.size, dtype=np.int32)  # per token, the classes it is wild for
     for k, counts in enumerate(chars):
@@ -261,22 +291,46 @@ def wildcard_detokenizer(
     fst.set_start(root)
     fst.set_final(root)
     normal = vocab.normal_ids()
-    plain = normal[(sets[normal] == 0) & (heads_of[normal] == 0)].tolist()
+    plain = normal[(sets[normal] == 0) & (heads_of[normal] == 0)]
+    leads_of = np.zeros(vocab.size, dtype=np.int32)  # plain ones: the classes they start in
+    for k, counts in enumerate(leads):
+        leads_of[plain] |= (counts[plain] > 0).astype(np.int32) << k
     label = vocab.size + 1  # group labels: after the token ids
     class_groups: dict[int, np.ndarray] = {}
+    # Plain tokens in bytes: from the root, or, for those starting with
+    # characters of a class, behind the marker of those classes (read where
+    # none of them is closed: elsewhere the lead spelling below reads them).
+    for s in sorted(set(leads_of[plain].tolist())):
+        mine = plain[leads_of[plain] == s].tolist()
+        entry = root
+        if s:
+            entry = fst.add_state()
+            fst.add_arc(root, pynini.Arc(0, MARK + s, ONE, entry))
+        if utf8_classes:
+            found, label = add_class_trie(fst, entry, root, vocab, mine, label)
+            class_groups.update(found)
+        else:
+            add_trie(fst, entry, root, vocab, mine)
     class_group_of = None
     if utf8_classes:
-        class_groups, label = add_class_trie(fst, root, root, vocab, plain, label)
         class_group_of = np.zeros(vocab.size, dtype=np.int64)
         for group, members in class_groups.items():
             class_group_of[members] = group
-    else:
-        add_trie(fst, root, root, vocab, plain)
+    lead_groups: dict[int, np.ndarray] = {}
+    lead_group_of = np.zeros((len(classes), vocab.size), dtype=np.int64)
     for k, counts in enumerate(chars):
-        for depth, j in _chain(fst, root, root, WILD + k, counts):
-            fst.add_arc(depth, pynini.Arc(label, WILD + k, ONE, root))
+        lead = leads[k][plain] if k < len(leads) else np.zeros(0, np.int32)
+        # the states after 0, 1, … symbols: a wild token of j characters
+        # reads its last one back to the root; a lead spelling goes on after j
+        chain = _wild_chain(fst, root, WILD + k, int(max(counts.max(), lead.max(initial=0) + 1)))
+        for j in np.unique(counts[counts > 0]).tolist():
+            fst.add_arc(chain[j - 1], pynini.Arc(label, WILD + k, ONE, root))
             groups[label] = (k, j)
             label += 1
+        found, label = _add_leads(fst, chain, root, vocab, plain[lead > 0], lead[lead > 0], label)
+        for group, members in found.items():
+            lead_group_of[k, members] = group
+        lead_groups.update(found)
     head_ids, heads, codes = None, {}, None
     headed = normal[heads_of[normal] != 0]
     if len(headed):
@@ -310,8 +364,47 @@ def wildcard_detokenizer(
         heads,
         class_groups,
         class_group_of,
+        lead_groups,
+        lead_group_of if len(classes) else None,
     )
     return fst.connect().arcsort("olabel"), wild
+
+
+def _wild_chain(fst: pynini.Fst, start: int, symbol: int, length: int) -> list[int]:
+    """A chain of ε:``symbol`` arcs from ``start``: the states after 0, 1, …,
+    ``length - 1`` symbols (``start`` first)."""
+    chain = [start]
+    for _ in range(length - 1):
+        nxt = fst.add_state()
+        fst.add_arc(chain[-1], pynini.Arc(0, symbol, ONE, nxt))
+        chain.append(nxt)
+    return chain
+
+
+def _add_leads(fst, chain, root, vocab, ids, counts, label) -> tuple[dict[int, np.ndarray], int]:
+    """Spell the tokens ``ids`` by their ``counts`` leading characters as
+    wildcard symbols (to the chain's state after them), then the rest in
+    bytes, whose last arc reads a group label per (leading characters,
+    rest). Returns the groups (label → tokens) and the next label."""
+    spellings: dict[tuple[int, bytes], list[int]] = {}
+    for token_id, j in zip(ids.tolist(), counts.tolist(), strict=True):
+        data = vocab.token_bytes(token_id)
+        rest = data[len(data.decode("utf-8")[:j].encode("utf-8")) :]
+        spellings.setdefault((j, rest), []).append(token_id)
+    groups: dict[int, np.ndarray] = {}
+    nodes: dict[tuple[int, bytes], int] = {}
+    for (j, rest), members in spellings.items():
+        state = chain[j]
+        for i in range(1, len(rest)):
+            nxt = nodes.get((j, rest[:i]))
+            if nxt is None:
+                nxt = nodes[j, rest[:i]] = fst.add_state()
+                fst.add_arc(state, pynini.Arc(0, rest[i - 1] + 1, ONE, nxt))
+            state = nxt
+        fst.add_arc(state, pynini.Arc(label, rest[-1] + 1, ONE, root))
+        groups[label] = np.array(members, dtype=np.int64)
+        label += 1
+    return groups, label
 
 
 def _add_heads(fst, entry, root, vocab, ids, head_ids, codes, heads_of, tails, heads, label) -> int:

@@ -7,10 +7,9 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import pynini
 import pytest
 from constrain_conformance import paths
-from constrain_fst.automata import _parse_vector, arc_arrays, prefix_acceptor
+from constrain_fst.automata import prefix_acceptor
 from constrain_fst.wildcards import (
     byte_table,
     candidate_classes,
@@ -25,7 +24,7 @@ from constrain_api.automata import CharSet, parse_regex
 TOKENS = [
     "x", "a", "y", '"', "xa", "xy", "ax", "xx", "xxx", 'x"', '"x', "é", "xé", "éa",
     " ", " x", " ax", " xé", "  x", ' "x', " a\"",
-    b"\xc3", b"\xa9", b"x\xc3", "\n", "x\ny", "中", "中x", "<eos>",
+    b"\xc3", b"\xa9", b"x\xc3", "\n", "x\ny", "中", "中x", 'é"', "中\n", 'xx"', "<eos>",
 ]  # fmt: skip
 
 
@@ -38,8 +37,13 @@ def _table(pattern: str) -> np.ndarray:
     return byte_table(prefix_acceptor(parse_regex(pattern)))[0]
 
 
+def _start_table(pattern: str) -> tuple[np.ndarray, int]:
+    acceptor = prefix_acceptor(parse_regex(pattern))
+    return byte_table(acceptor)[0], acceptor.start()
+
+
 def test_wild_chars_count_characters_of_tokens_wholly_in_the_class(vocab):
-    chars, tails = wild_chars(token_text(vocab), CharSet(((0, 0x21), (0x23, 0x10FFFF))))  # [^"]
+    chars, tails, leads = wild_chars(token_text(vocab), CharSet(((0, 0x21), (0x23, 0x10FFFF))))
     count = {TOKENS[i]: int(chars[i]) for i in range(len(TOKENS))}
     assert count["xxx"] == 3 and count["xé"] == 2 and count["中x"] == 2 and count["\n"] == 1
     # a quote, partial UTF-8 and the special token are never wild
@@ -49,7 +53,12 @@ def test_wild_chars_count_characters_of_tokens_wholly_in_the_class(vocab):
     tail = {TOKENS[i]: int(tails[i]) for i in range(len(TOKENS))}
     assert tail['"x'] == 1 and tail['"'] == 0 and tail['x"'] == 0 and tail["xxx"] == 2
     assert tail["x"] == 0 and tail["中x"] == 1 and tail[b"x\xc3"] == 0
-    chars, tails = wild_chars(token_text(vocab), CharSet.range("a", "z"))
+    # leading characters inside, then one outside: not for wild or invalid tokens
+    lead = {TOKENS[i]: int(leads[i]) for i in range(len(TOKENS))}
+    assert lead['x"'] == 1 and lead[' a"'] == 2 and lead['"x'] == 0 and lead['"'] == 0
+    assert lead["xxx"] == 0 and lead[b"x\xc3"] == 0
+    chars, tails, leads = wild_chars(token_text(vocab), CharSet.range("a", "z"))
+    assert int(leads[TOKENS.index("xé")]) == 1 and int(leads[TOKENS.index("x\ny")]) == 1
     assert int(chars[TOKENS.index("xé")]) == 0 and int(chars[TOKENS.index("ax")]) == 2
     assert int(tails[TOKENS.index(" ax")]) == 2 and int(tails[TOKENS.index("éa")]) == 1
     assert int(tails[TOKENS.index(" xé")]) == 0 and int(tails[TOKENS.index("  x")]) == 0
@@ -57,24 +66,24 @@ def test_wild_chars_count_characters_of_tokens_wholly_in_the_class(vocab):
 
 
 def test_closed_states_follow_the_definition():
-    table = _table('[^"]*"')  # the loop state: uniform, next = itself
+    table, q = _start_table('[^"]*"')  # the loop state: uniform, next = itself
     closed, nxt = closed_states(table, CharSet(((0, 0x21), (0x23, 0x10FFFF))))
-    assert closed[0] and nxt[0] == 0
+    assert closed[q] and nxt[q] == q
     # mid-character states: every character of the class dies there (closed, next -1)
-    mid = table[0, 0xC3]
+    mid = table[q, 0xC3]
     assert closed[mid] and nxt[mid] == -1
 
-    table = _table("[a-z]b")  # uniform at the start, but 'b' alone is allowed next
+    table, q = _start_table("[a-z]b")  # uniform at the start, but 'b' alone is allowed next
     closed, nxt = closed_states(table, CharSet.range("a", "z"))
-    assert nxt[0] >= 0 and not closed[0]
+    assert nxt[q] >= 0 and not closed[q]
 
-    table = _table("[a-z]{0,2};")  # a chain of uniform states, then only ';'
+    table, q = _start_table("[a-z]{0,2};")  # a chain of uniform states, then only ';'
     closed, nxt = closed_states(table, CharSet.range("a", "z"))
-    assert closed[0] and closed[nxt[0]] and closed[nxt[nxt[0]]] and nxt[nxt[nxt[0]]] == -1
+    assert closed[q] and closed[nxt[q]] and closed[nxt[nxt[q]]] and nxt[nxt[nxt[q]]] == -1
 
-    table = _table(".*foo")  # 'f' goes elsewhere: not uniform
+    table, q = _start_table(".*foo")  # 'f' goes elsewhere: not uniform
     closed, nxt = closed_states(table, CharSet.any(dotall=False))
-    assert not closed[0] and nxt[0] == -1
+    assert not closed[q] and nxt[q] == -1
 
 
 def test_candidates_are_read_from_the_automaton():
@@ -95,6 +104,8 @@ PATTERNS = [
     '(中|[^"])+',
     "[a-z]+( [a-z]+)*",  # " ax": a space, then letters — spelled by first character
     '( ?"[a-z]*")+',
+    '"[^"\n]*",?\n?',  # tokens ending in a quote or a newline: spelled by lead
+    "[a-z]*\n[a-z]*",  # x\ny: a letter, then a newline and a letter
 ]
 
 
@@ -124,6 +135,26 @@ def test_tokens_starting_outside_the_class_use_the_head_spelling(vocab):
     assert checker.is_accepting() and not checker.accepts(TOKENS.index("  x"))
 
 
+def test_tokens_leaving_a_class_are_read_by_lead_groups_where_it_is_closed(vocab):
+    # Inside the quotes, x" and é" (class characters, then a quote) are read by
+    # one group per (leading characters, rest) — not token by token in bytes,
+    # which walked the trie of every such token from every state inside.
+    compiled = ca.get("fst").compile(ca.Regex('"[^"\n]{0,4}"'), vocab)
+    lead = {TOKENS.index(t) for t in ('x"', 'é"', ' a"', 'xx"')}
+    assert all(compiled.wild.lead_group_of[0, t] for t in lead)
+    checker = compiled.checker()
+    checker.update([TOKENS.index('"')])
+    info = compiled.state(checker.state)
+    assert not lead & set(info.moves)
+    same = compiled.wild.lead_group_of[0, TOKENS.index('x"')]
+    assert same == compiled.wild.lead_group_of[0, TOKENS.index('é"')]  # one char, then "
+    assert {same, compiled.wild.lead_group_of[0, TOKENS.index('xx"')]} <= set(info.member_moves)
+    checker.update([TOKENS.index("xxx")])
+    assert TOKENS.index('x"') in checker.mask() and TOKENS.index('xx"') not in checker.mask()
+    checker.update([TOKENS.index('é"')])
+    assert checker.mask().allowed_ids().tolist() == [TOKENS.index("<eos>")]
+
+
 def test_wildcards_are_used_and_change_the_automaton(vocab):
     spec = ca.Regex('"[^"]*"')
     wild = ca.get("fst").compile(spec, vocab)
@@ -131,29 +162,13 @@ def test_wildcards_are_used_and_change_the_automaton(vocab):
     assert wild.stats.extra["wildcard_classes"] == 1
     assert plain.stats.extra["wildcard_classes"] == 0
 
-    def arcs(c):
-        return sum(1 for s in c.automaton.states() for _ in c.automaton.arcs(s))
-
-    assert arcs(wild) < arcs(plain)
+    assert wild.automaton.num_arcs() < plain.automaton.num_arcs()
     checker = wild.checker()
     for token in ('"', "xxx", "中x", "é", '"'):  # wild tokens follow their group's arc
         assert checker.accepts(TOKENS.index(token)), token
         checker.update([TOKENS.index(token)])
     assert checker.is_accepting()
     assert not checker.accepts(TOKENS.index("x"))
-
-
-@pytest.mark.parametrize("pattern", ['"[^"\\n]{0,5}"', "(ab|c)*d", "a", "[a-z]+( [a-z]+)*"])
-def test_arc_arrays_read_every_arc_of_the_binary_format(pattern):
-    fst = prefix_acceptor(parse_regex(pattern))
-    expected = sorted((s, arc.ilabel, arc.nextstate) for s in fst.states() for arc in fst.arcs(s))
-    got = sorted(zip(*(a.tolist() for a in arc_arrays(fst)), strict=True))
-    assert got == expected and got
-    assert _parse_vector(fst.write_to_string()) is not None  # not the fallback
-    # an FST with symbol tables is not the plain layout: the iterator reads it
-    fst.set_input_symbols(pynini.SymbolTable())
-    assert _parse_vector(fst.write_to_string()) is None
-    assert sorted(zip(*(a.tolist() for a in arc_arrays(fst)), strict=True)) == expected
 
 
 def test_a_closed_state_reads_wild_tokens_by_wildcards_only(vocab):
