@@ -105,9 +105,14 @@ def optimize(fsa: pynini.Fst) -> pynini.Fst:
 def to_fsa(node: Node) -> pynini.Fst:
     """The byte acceptor of a regex AST, with pynini's union, concatenation
     and closure (intersection and difference for lookarounds). Optimized
-    (epsilon-free, determinized, minimized) where it is copied — under a
-    repetition — and by the caller at the top; not at every node, which cost
-    more than it saved."""
+    (``optimize``) where it is copied — under a repetition — and by the
+    caller at the top; not at every node, which cost more than it saved.
+    A repetition met twice (JSON Schema formats repeat ``[0-9A-Fa-f]{1,4}``
+    dozens of times) is built once."""
+    return _to_fsa(node, {})
+
+
+def _to_fsa(node: Node, repeats: dict[Node, pynini.Fst]) -> pynini.Fst:
     if isinstance(node, Empty):
         return epsilon()
     if isinstance(node, CharSet):
@@ -117,17 +122,19 @@ def to_fsa(node: Node) -> pynini.Fst:
     if isinstance(node, Seq):
         out = epsilon()
         for part in node.parts:
-            out.concat(to_fsa(part))
+            out.concat(_to_fsa(part, repeats))
         return out
     if isinstance(node, Alt):
-        return pynini.union(*(to_fsa(o) for o in node.options))
+        return pynini.union(*(_to_fsa(o, repeats) for o in node.options))
     if isinstance(node, Repeat):
-        inner = to_fsa(node.node)
-        if node.max is None:
-            return optimize(pynini.closure(inner, node.min))
-        return optimize(pynini.closure(inner, node.min, node.max))
+        found = repeats.get(node)
+        if found is None:
+            inner = _to_fsa(node.node, repeats)
+            closure = pynini.closure(inner, node.min, *(() if node.max is None else (node.max,)))
+            found = repeats[node] = optimize(closure)
+        return found.copy()
     if isinstance(node, Intersect | Difference):
-        a, b = (optimize(to_fsa(n)) for n in (node.left, node.right))
+        a, b = (optimize(_to_fsa(n, repeats)) for n in (node.left, node.right))
         op = pynini.intersect if isinstance(node, Intersect) else pynini.difference
         return optimize(op(a, b))
     raise TypeError(f"not a regex AST node: {node!r}")
@@ -173,9 +180,8 @@ def token_automaton(detok: pynini.Fst, acceptor: pynini.Fst) -> TokenAutomaton:
     never reduced the state count on the workloads measured (the byte DFA
     is minimal).
     """
-    composed = pynini.compose(detok, acceptor)
-    tokens = remove_epsilons(fst_arcs(composed))
+    tokens = remove_epsilons(fst_arcs(pynini.compose(detok, acceptor), last_use=True))
     if tokens is None or not tokens.is_deterministic():
-        fsa = pynini.determinize(composed.project("input").rmepsilon())
-        tokens = remove_epsilons(fst_arcs(fsa))
+        composed = pynini.compose(detok, acceptor).project("input").rmepsilon()
+        tokens = remove_epsilons(fst_arcs(pynini.determinize(composed), last_use=True))
     return tokens

@@ -142,7 +142,7 @@ class FSTBackend(BaseBackend):
         clock.lap("detokenizer")
         if utf8:  # before the wildcard arcs, whose marker copies copy them
             utf8classes.add_class_arcs(acceptor, table)
-        closed_for, strict_for = add_wildcard_arcs(acceptor, table, classes, calls)
+        closed_for, strict_for = add_wildcard_arcs(acceptor, table, wild, calls)
         wide = self._check_composition(table, closed_for, strict_for, wild, vocab, max_arcs)
         clock.lap("analysis")
         if network is None:

@@ -234,7 +234,8 @@ def pushdown_automaton(
     epsilon-free: arcs read tokens, wildcard groups or parentheses. Not
     determinized: a pushdown automaton's choices are resolved by the stack."""
     composed = pynini.pdt_compose(detok, pdt, parens, left_pdt=False)
-    tokens = remove_epsilons(fst_arcs(composed))
+    tokens = remove_epsilons(fst_arcs(composed, last_use=True))
     if tokens is None:  # an epsilon cycle: OpenFst's epsilon removal
-        tokens = remove_epsilons(fst_arcs(composed.project("input").rmepsilon()))
+        composed = pynini.pdt_compose(detok, pdt, parens, left_pdt=False)
+        tokens = remove_epsilons(fst_arcs(composed.project("input").rmepsilon(), last_use=True))
     return tokens

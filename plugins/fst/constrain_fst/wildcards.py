@@ -25,6 +25,12 @@ Here, for a wildcard class C:
   elsewhere) and the rest in bytes. A state that is not closed (the hex
   digit after ``\\u001`` in a JSON string) still reads the wild tokens by
   first character and group when the state after that character is;
+* a token whose leading characters are in C and followed by one outside
+  (``abc"`` inside quotes) is *led*: spelled as W_C once per leading
+  character, then the rest in bytes, with a group label per (class,
+  leading characters, rest), read where C is closed; in bytes elsewhere,
+  behind the marker of its classes (as below), so a closed state reads it
+  one way only;
 * a one-character wild token has no head spelling: its byte spelling starts
   with a marker M_S (S: the classes it is wild for), which the acceptor
   reads only at states closed for no class in S, so that a closed state
@@ -39,6 +45,7 @@ containing a quote, partial UTF-8 characters, …) stay plain bytes.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -248,6 +255,30 @@ class Wildcards:
     class_group_of: np.ndarray | None = None
     lead_groups: dict[int, np.ndarray] = field(default_factory=dict)
     lead_group_of: np.ndarray | None = None
+
+    @functools.cached_property
+    def marks(self) -> frozenset[int]:
+        """The class sets S whose marker ``MARK + S`` T_V writes: those some
+        token is wild for, or starts in (its lead classes)."""
+        sets = np.zeros(len(self.chars[0]) if self.chars else 0, dtype=np.int64)
+        for k, counts in enumerate(self.chars):
+            sets |= (counts > 0).astype(np.int64) << k
+        found = set(np.unique(sets).tolist())
+        if self.lead_group_of is not None:
+            leads = np.zeros_like(sets)
+            for k, row in enumerate(self.lead_group_of):
+                leads |= (row > 0).astype(np.int64) << k
+            found |= set(np.unique(leads[sets == 0]).tolist())
+        return frozenset(found - {0})
+
+    @functools.cached_property
+    def stays(self) -> frozenset[int]:
+        """The class sets S whose marker ``STAY + S`` T_V writes (the classes
+        a headed token's rest is wild for)."""
+        sets = np.zeros(len(self.tails[0]) if self.tails else 0, dtype=np.int64)
+        for k, counts in enumerate(self.tails):
+            sets |= (counts > 0).astype(np.int64) << k
+        return frozenset(set(np.unique(sets).tolist()) - {0})
 
     def members(self, label: int) -> np.ndarray:
         """The tokens of a UTF-8 class group or a lead group."""
@@ -464,7 +495,10 @@ def _path(fst: pynini.Fst, nodes: dict[bytes, int], data: bytes) -> int:
 
 
 def add_wildcard_arcs(
-    acceptor: pynini.Fst, table: np.ndarray, classes, exclude: np.ndarray | None = None
+    acceptor: pynini.Fst,
+    table: np.ndarray,
+    wild: Wildcards,
+    exclude: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Give the byte acceptor its W arcs (closed states), switch loops (states
     closed in the middle of a token), marker loops (states where wild tokens
@@ -473,7 +507,9 @@ def add_wildcard_arcs(
     classes it is closed for where a token starts and in the middle of one.
     At a state in ``exclude`` a marker leads to a copy of the state with its
     byte (and UTF-8 interval) arcs only: the token's bytes start right
-    there, and a call or return first is taken before the marker instead."""
+    there, and a call or return first is taken before the marker instead.
+    Only the markers T_V writes get arcs (``wild.marks``, ``wild.stays``)."""
+    classes = wild.classes
     n = table.shape[0]
     closed_for = np.zeros(n, dtype=np.int32)
     strict_for = np.zeros(n, dtype=np.int32)
@@ -485,6 +521,7 @@ def add_wildcard_arcs(
             acceptor.add_arc(q, pynini.Arc(WILD + k, WILD + k, ONE, int(nxt[q])))
         for q in np.flatnonzero(strict).tolist():
             acceptor.add_arc(q, pynini.Arc(SWITCH + k, SWITCH + k, ONE, q))
+    marks, stays = sorted(wild.marks), sorted(wild.stays)
     for q in range(n):
         target = q
         if classes and exclude is not None and exclude[q]:
@@ -496,9 +533,10 @@ def add_wildcard_arcs(
         if classes:
             acceptor.add_arc(q, pynini.Arc(HEAD, HEAD, ONE, target))
         c, m = int(closed_for[q]), int(strict_for[q])
-        for s in range(1, 1 << len(classes)):
+        for s in marks:
             if not s & c:
                 acceptor.add_arc(q, pynini.Arc(MARK + s, MARK + s, ONE, target))
+        for s in stays:
             if not s & m:  # in the middle of a token: calls and returns may follow
                 acceptor.add_arc(q, pynini.Arc(STAY + s, STAY + s, ONE, q))
     acceptor.arcsort("ilabel")

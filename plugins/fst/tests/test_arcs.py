@@ -34,6 +34,7 @@ def test_fst_arcs_read_every_arc_and_final_state(pattern):
     zero = pynini.Weight.zero("tropical")
     assert found.final.tolist() == [fst.final(s) != zero for s in fst.states()]
     assert found.start == fst.start()
+    assert _as_rows(fst_arcs(fst.copy(), last_use=True)) == _listed(fst)  # no property scan
     # the const layout was read, not the iterator fallback
     assert _parse_const(_const(fst).write_to_string()) is not None
     # with symbol tables the layout differs: the iterator reads it, same arcs
