@@ -233,7 +233,7 @@ def remove_epsilons(arcs: Arcs, max_levels: int = 4096) -> TokenAutomaton | None
 
 
 #: Below this many pairs, the rest of the epsilon closures is walked in Python.
-SMALL_LEVEL = 64
+SMALL_LEVEL = 16
 #: A walk reaching more (owner, state) pairs than this gives up (the caller
 #: falls back on OpenFst's epsilon removal).
 MAX_WALK = 1_000_000

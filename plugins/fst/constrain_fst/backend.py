@@ -57,6 +57,7 @@ from .wildcards import (
     candidate_classes,
     closed_states,
     first_chars,
+    lead_chars,
     token_text,
     wild_chars,
     wildcard_detokenizer,
@@ -108,7 +109,8 @@ class FSTBackend(BaseBackend):
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._detokenizers: OrderedDict[tuple, tuple[Any, Wildcards]] = OrderedDict()
         self._texts: dict[str, TokenText] = {}
-        self._chars: dict[tuple[str, CharSet], tuple[np.ndarray, ...]] = {}
+        self._chars: dict[tuple[str, CharSet], tuple[np.ndarray, np.ndarray]] = {}
+        self._leads: dict[tuple[str, CharSet], np.ndarray] = {}
         self._kinds: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
 
@@ -254,8 +256,22 @@ class FSTBackend(BaseBackend):
                 lead_sets |= (wild.lead_group_of[k] > 0).astype(np.int64) << k
         first = first_chars(self._token_text(vocab)).astype(np.int64)
         first = np.where((first >= 0) & (first < 128), first, 128)
-        keys = np.stack([wild_sets, head_sets, lead_sets, first], axis=1)[normal]
-        found = np.unique(keys, axis=0, return_counts=True)
+        # one integer per token (np.unique over rows sorts far slower): the
+        # three class sets, MAX_CLASSES bits each, then the first byte
+        bits = MAX_CLASSES
+        keys = (((wild_sets << bits | head_sets) << bits | lead_sets) << 8 | first)[normal]
+        values, counts = np.unique(keys, return_counts=True)
+        mask = (1 << bits) - 1
+        rows = np.stack(
+            [
+                values >> (8 + 2 * bits),
+                values >> (8 + bits) & mask,
+                values >> 8 & mask,
+                values & 255,
+            ],
+            axis=1,
+        )
+        found = (rows, counts)
         if len(self._kinds) >= KEEP_DETOKENIZERS * 8:  # one per class set met: bounded
             self._kinds.clear()
         self._kinds[key] = found
@@ -268,11 +284,18 @@ class FSTBackend(BaseBackend):
                 text = self._texts[vocab.fingerprint] = token_text(vocab)
             return text
 
-    def _wild_chars(self, vocab: Vocabulary, charset: CharSet) -> tuple[np.ndarray, ...]:
+    def _wild_chars(self, vocab: Vocabulary, charset: CharSet) -> tuple[np.ndarray, np.ndarray]:
         key = (vocab.fingerprint, charset)
         found = self._chars.get(key)
         if found is None:
             found = self._chars[key] = wild_chars(self._token_text(vocab), charset)
+        return found
+
+    def _lead_chars(self, vocab: Vocabulary, charset: CharSet) -> np.ndarray:
+        key = (vocab.fingerprint, charset)
+        found = self._leads.get(key)
+        if found is None:
+            found = self._leads[key] = lead_chars(self._token_text(vocab), charset)
         return found
 
     def _wildcard_tables(self, vocab: Vocabulary, classes) -> dict[str, Any]:
@@ -281,7 +304,7 @@ class FSTBackend(BaseBackend):
         return {
             "chars": [f[0] for f in found],
             "tails": [f[1] for f in found],
-            "leads": [f[2] for f in found],
+            "leads": [self._lead_chars(vocab, c) for c in classes],
             "first": first_chars(self._token_text(vocab)),
         }
 

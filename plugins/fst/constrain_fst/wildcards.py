@@ -105,32 +105,53 @@ def token_text(vocab) -> TokenText:
     )
 
 
-def wild_chars(text: TokenText, charset: CharSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def wild_chars(text: TokenText, charset: CharSet) -> tuple[np.ndarray, np.ndarray]:
     """Per token id: (its number of characters if all are in ``charset``,
     else 0; its number of characters after the first if there are some and
-    they are all in ``charset``, whatever the first is, else 0; its number
-    of leading characters in ``charset`` if there are some and a character
-    outside follows them, else 0)."""
+    they are all in ``charset``, whatever the first is, else 0)."""
     chars = np.zeros(text.size, dtype=np.int32)
     tails = np.zeros(text.size, dtype=np.int32)
-    leads = np.zeros(text.size, dtype=np.int32)
     if not len(text.valid_ids) or not charset.ranges:
-        return chars, tails, leads
-    lo = np.array([r[0] for r in charset.ranges], dtype=np.int32)
-    hi = np.array([r[1] for r in charset.ranges], dtype=np.int32)
-    at = np.searchsorted(lo, text.code_points, side="right") - 1
-    outside = (at < 0) | (text.code_points > hi[np.maximum(at, 0)])
+        return chars, tails
+    outside = _outside(text, charset)
     bad = np.add.reduceat(outside.astype(np.int32), text.starts)
     first_out = outside[text.starts]
     wild = bad == 0
     chars[text.valid_ids[wild]] = text.lengths[wild]
     headed = (bad == first_out) & (text.lengths > 1)  # nothing outside after the first
     tails[text.valid_ids[headed]] = text.lengths[headed] - 1
+    return chars, tails
+
+
+def lead_chars(text: TokenText, charset: CharSet) -> np.ndarray:
+    """Per token id: its number of leading characters in ``charset`` if there
+    are some and a character outside follows them, else 0."""
+    leads = np.zeros(text.size, dtype=np.int32)
+    if not len(text.valid_ids) or not charset.ranges:
+        return leads
+    outside = _outside(text, charset)
     position = np.arange(len(text.code_points)) - np.repeat(text.starts, text.lengths)
     first_outside = np.minimum.reduceat(np.where(outside, position, 1 << 30), text.starts)
-    led = ~wild & (first_outside > 0)
+    led = (first_outside > 0) & (first_outside < text.lengths)
     leads[text.valid_ids[led]] = first_outside[led]
-    return chars, tails, leads
+    return leads
+
+
+def _outside(text: TokenText, charset: CharSet) -> np.ndarray:
+    """Per character of ``text.code_points``: not in ``charset``. A table
+    lookup when the class takes all non-ASCII characters or none (the
+    candidate classes do), else a search in its ranges."""
+    above = [(max(lo, 0x80), hi) for lo, hi in charset.ranges if hi >= 0x80]
+    if not above or above == [(0x80, 0x10FFFF)]:
+        table = np.ones(129, dtype=bool)  # 128: every non-ASCII character
+        for lo, hi in charset.ranges:
+            table[lo : min(hi, 0x7F) + 1] = False
+        table[128] = not above
+        return table[np.minimum(text.code_points, 128)]
+    lo = np.array([r[0] for r in charset.ranges], dtype=np.int32)
+    hi = np.array([r[1] for r in charset.ranges], dtype=np.int32)
+    at = np.searchsorted(lo, text.code_points, side="right") - 1
+    return (at < 0) | (text.code_points > hi[np.maximum(at, 0)])
 
 
 def first_chars(text: TokenText) -> np.ndarray:

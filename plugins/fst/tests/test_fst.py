@@ -147,6 +147,9 @@ def test_the_detokenizer_cache_on_disk(tmp_path, naive):
     with mock.patch("constrain_fst.backend.wildcard_detokenizer") as build:
         again = backend.compile(spec, vocab)
     build.assert_not_called()
+    assert first.wild.lead_groups  # tokens such as `a"` inside the quotes
+    assert np.array_equal(again.wild.lead_group_of, first.wild.lead_group_of)
+    assert again.wild.marks == first.wild.marks and again.wild.stays == first.wild.stays
     _assert_same_masks(again, naive.compile(spec, vocab), vocab, "disk", 3)
     # a damaged file is ignored and rebuilt, never trusted
     next(tmp_path.glob("*.fst")).write_bytes(b"not an fst")

@@ -14,6 +14,7 @@ from constrain_fst.wildcards import (
     byte_table,
     candidate_classes,
     closed_states,
+    lead_chars,
     token_text,
     wild_chars,
 )
@@ -43,7 +44,9 @@ def _start_table(pattern: str) -> tuple[np.ndarray, int]:
 
 
 def test_wild_chars_count_characters_of_tokens_wholly_in_the_class(vocab):
-    chars, tails, leads = wild_chars(token_text(vocab), CharSet(((0, 0x21), (0x23, 0x10FFFF))))
+    quote = CharSet(((0, 0x21), (0x23, 0x10FFFF)))  # [^"]
+    chars, tails = wild_chars(token_text(vocab), quote)
+    leads = lead_chars(token_text(vocab), quote)
     count = {TOKENS[i]: int(chars[i]) for i in range(len(TOKENS))}
     assert count["xxx"] == 3 and count["xé"] == 2 and count["中x"] == 2 and count["\n"] == 1
     # a quote, partial UTF-8 and the special token are never wild
@@ -57,12 +60,37 @@ def test_wild_chars_count_characters_of_tokens_wholly_in_the_class(vocab):
     lead = {TOKENS[i]: int(leads[i]) for i in range(len(TOKENS))}
     assert lead['x"'] == 1 and lead[' a"'] == 2 and lead['"x'] == 0 and lead['"'] == 0
     assert lead["xxx"] == 0 and lead[b"x\xc3"] == 0
-    chars, tails, leads = wild_chars(token_text(vocab), CharSet.range("a", "z"))
+    chars, tails = wild_chars(token_text(vocab), CharSet.range("a", "z"))
+    leads = lead_chars(token_text(vocab), CharSet.range("a", "z"))
     assert int(leads[TOKENS.index("xé")]) == 1 and int(leads[TOKENS.index("x\ny")]) == 1
     assert int(chars[TOKENS.index("xé")]) == 0 and int(chars[TOKENS.index("ax")]) == 2
     assert int(tails[TOKENS.index(" ax")]) == 2 and int(tails[TOKENS.index("éa")]) == 1
     assert int(tails[TOKENS.index(" xé")]) == 0 and int(tails[TOKENS.index("  x")]) == 0
     assert int(tails[TOKENS.index("ax")]) == 1  # wild, and headed by its first letter
+
+
+@pytest.mark.parametrize(
+    "ranges",
+    [
+        ((0, 0x21), (0x23, 0x10FFFF)),  # all non-ASCII: the table lookup
+        ((0x61, 0x78),),  # [a-x], none: the table lookup
+        ((0x20, 0x7E), (0xE9, 0xE9), (0x4E00, 0x9FFF)),  # some: the ranges search
+    ],
+)
+def test_per_token_counts_match_a_character_by_character_reading(vocab, ranges):
+    charset = CharSet(ranges)
+    text = token_text(vocab)
+    chars, tails = wild_chars(text, charset)
+    leads = lead_chars(text, charset)
+    for i, token in enumerate(TOKENS):
+        inside = [c in charset for c in token] if isinstance(token, str) else []
+        if token == "<eos>" or not inside:
+            assert chars[i] == tails[i] == leads[i] == 0, token
+            continue
+        assert chars[i] == (len(inside) if all(inside) else 0), token
+        assert tails[i] == (len(inside) - 1 if len(inside) > 1 and all(inside[1:]) else 0)
+        n = inside.index(False) if False in inside else 0
+        assert leads[i] == n, token
 
 
 def test_closed_states_follow_the_definition():
