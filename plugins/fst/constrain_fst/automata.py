@@ -1,6 +1,6 @@
-"""Byte-level acceptors in pynini from the core's regex AST, the byte trie
-T_V is made of (``add_trie``; T_V itself is ``wildcards.wildcard_detokenizer``),
-and their composition into the token automaton.
+"""Byte-level acceptors in pynini from the core's regex AST, and their
+composition with T_V (``wildcards.wildcard_detokenizer``) into the token
+automaton.
 
 Labels: byte ``b`` is label ``b + 1`` (OpenFst reserves 0 for epsilon), the
 end marker is ``END``; token ``i`` is input label ``i + 1``.
@@ -138,25 +138,6 @@ def _to_fsa(node: Node, repeats: dict[Node, pynini.Fst]) -> pynini.Fst:
         op = pynini.intersect if isinstance(node, Intersect) else pynini.difference
         return optimize(op(a, b))
     raise TypeError(f"not a regex AST node: {node!r}")
-
-
-def add_trie(fst: pynini.Fst, entry: int, exit: int, vocab, ids, skip: int = 0) -> None:
-    """Spell the tokens ``ids`` from state ``entry``: a trie of their bytes
-    (input epsilon, shared prefixes), the last arc reading the token id and
-    going to ``exit``. ``skip``: leading bytes already read (at least one
-    byte must remain; normal tokens are never empty)."""
-    nodes: dict[bytes, int] = {b"": entry}
-    for token_id in ids:
-        data = vocab.token_bytes(token_id)[skip:]
-        state = entry
-        for k in range(1, len(data)):
-            prefix = data[:k]
-            nxt = nodes.get(prefix)
-            if nxt is None:
-                nxt = nodes[prefix] = fst.add_state()
-                fst.add_arc(state, pynini.Arc(0, data[k - 1] + 1, ONE, nxt))
-            state = nxt
-        fst.add_arc(state, pynini.Arc(token_id + 1, data[-1] + 1, ONE, exit))
 
 
 def prefix_acceptor(node: Node) -> pynini.Fst:

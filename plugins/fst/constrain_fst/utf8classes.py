@@ -70,39 +70,3 @@ def add_class_arcs(acceptor: pynini.Fst, table: np.ndarray) -> None:
         for q in np.flatnonzero(table[:, lo] >= 0).tolist():
             acceptor.add_arc(q, pynini.Arc(CLASS + i, CLASS + i, ONE, int(table[q, lo])))
     acceptor.arcsort("ilabel")
-
-
-def add_class_trie(
-    fst: pynini.Fst, entry: int, exit: int, vocab, ids, next_label: int
-) -> tuple[dict[int, np.ndarray], int]:
-    """Spell the tokens ``ids`` from ``entry`` like ``automata.add_trie``, but
-    with non-ASCII bytes as interval labels: tokens sharing a spelling share
-    one path, whose last arc reads their token id (one token) or a new class
-    group label (several), numbered from ``next_label``. Returns the groups
-    (label → token ids) and the next free label."""
-    spellings: dict[tuple[int, ...], list[int]] = {}
-    for token_id in ids:
-        data = vocab.token_bytes(token_id)
-        if data.isascii():
-            key = tuple(b + 1 for b in data)
-        else:
-            key = tuple(BYTE_LABELS[np.frombuffer(data, dtype=np.uint8)].tolist())
-        spellings.setdefault(key, []).append(token_id)
-    groups: dict[int, np.ndarray] = {}
-    nodes: dict[tuple[int, ...], int] = {(): entry}
-    for key, members in spellings.items():
-        if len(members) == 1:
-            label = members[0] + 1
-        else:
-            label = next_label
-            groups[label] = np.array(members, dtype=np.int64)
-            next_label += 1
-        state = entry
-        for k in range(1, len(key)):
-            nxt = nodes.get(key[:k])
-            if nxt is None:
-                nxt = nodes[key[:k]] = fst.add_state()
-                fst.add_arc(state, pynini.Arc(0, key[k - 1], ONE, nxt))
-            state = nxt
-        fst.add_arc(state, pynini.Arc(label, key[-1], ONE, exit))
-    return groups, next_label

@@ -54,8 +54,9 @@ import pynini
 from constrain_api.automata import CharSet, utf8_sequences
 
 from .arcs import fst_arcs
-from .automata import END, ONE, add_trie
-from .utf8classes import add_class_trie, is_interval
+from .automata import END, ONE
+from .builder import FstBuilder, add_tries
+from .utf8classes import BYTE_LABELS, is_interval
 
 #: At most this many wildcard classes per constraint (the markers number 2**k - 1).
 MAX_CLASSES = 4
@@ -338,7 +339,8 @@ def wildcard_detokenizer(
     heads_of = np.zeros(vocab.size, dtype=np.int32)  # ... and those its rest is wild for
     for k, counts in enumerate(tails):
         heads_of |= (counts > 0).astype(np.int32) << k
-    fst = pynini.Fst()
+    fst = FstBuilder()
+    tries = _Tries()  # the byte tries, built in one piece at the end
     root = fst.add_state()
     fst.set_start(root)
     fst.set_final(root)
@@ -348,7 +350,6 @@ def wildcard_detokenizer(
     for k, counts in enumerate(leads):
         leads_of[plain] |= (counts[plain] > 0).astype(np.int32) << k
     label = vocab.size + 1  # group labels: after the token ids
-    class_groups: dict[int, np.ndarray] = {}
     # Plain tokens in bytes: from the root, or, for those starting with
     # characters of a class, behind the marker of those classes (read where
     # none of them is closed: elsewhere the lead spelling below reads them).
@@ -357,17 +358,8 @@ def wildcard_detokenizer(
         entry = root
         if s:
             entry = fst.add_state()
-            fst.add_arc(root, pynini.Arc(0, MARK + s, ONE, entry))
-        if utf8_classes:
-            found, label = add_class_trie(fst, entry, root, vocab, mine, label)
-            class_groups.update(found)
-        else:
-            add_trie(fst, entry, root, vocab, mine)
-    class_group_of = None
-    if utf8_classes:
-        class_group_of = np.zeros(vocab.size, dtype=np.int64)
-        for group, members in class_groups.items():
-            class_group_of[members] = group
+            fst.add_arc(root, 0, MARK + s, entry)
+        tries.add(entry, vocab, mine, classes=utf8_classes)
     lead_groups: dict[int, np.ndarray] = {}
     lead_group_of = np.zeros((len(classes), vocab.size), dtype=np.int64)
     for k, counts in enumerate(chars):
@@ -376,7 +368,7 @@ def wildcard_detokenizer(
         # reads its last one back to the root; a lead spelling goes on after j
         chain = _wild_chain(fst, root, WILD + k, int(max(counts.max(), lead.max(initial=0) + 1)))
         for j in np.unique(counts[counts > 0]).tolist():
-            fst.add_arc(chain[j - 1], pynini.Arc(label, WILD + k, ONE, root))
+            fst.add_arc(chain[j - 1], label, WILD + k, root)
             groups[label] = (k, j)
             label += 1
         found, label = _add_leads(fst, chain, root, vocab, plain[lead > 0], lead[lead > 0], label)
@@ -397,16 +389,22 @@ def wildcard_detokenizer(
         if not len(ours):
             continue
         entry = fst.add_state()
-        fst.add_arc(root, pynini.Arc(0, HEAD if s == 0 else MARK + s, ONE, entry))
+        fst.add_arc(root, 0, HEAD if s == 0 else MARK + s, entry)
         if s:
-            add_trie(fst, entry, root, vocab, ours[heads_of[ours] == 0].tolist())
+            tries.add(entry, vocab, ours[heads_of[ours] == 0].tolist())
         mine = ours[heads_of[ours] != 0]
         if len(mine):
             label = _add_heads(
-                fst, entry, root, vocab, mine, head_ids, codes, heads_of, tails, heads, label
+                fst, tries, entry, root, vocab, mine, head_ids, codes, heads_of, tails, heads, label
             )
     for eos in sorted(vocab.eos_ids):
-        fst.add_arc(root, pynini.Arc(eos + 1, END, ONE, root))
+        fst.add_arc(root, eos + 1, END, root)
+    class_groups, label = tries.build(fst, root, label)
+    class_group_of = None
+    if utf8_classes:
+        class_group_of = np.zeros(vocab.size, dtype=np.int64)
+        for group, members in class_groups.items():
+            class_group_of[members] = group
     wild = Wildcards(
         tuple(classes),
         tuple(chars),
@@ -419,16 +417,16 @@ def wildcard_detokenizer(
         lead_groups,
         lead_group_of if len(classes) else None,
     )
-    return fst.connect().arcsort("olabel"), wild
+    return fst.fst().connect().arcsort("olabel"), wild
 
 
-def _wild_chain(fst: pynini.Fst, start: int, symbol: int, length: int) -> list[int]:
+def _wild_chain(fst: FstBuilder, start: int, symbol: int, length: int) -> list[int]:
     """A chain of ε:``symbol`` arcs from ``start``: the states after 0, 1, …,
     ``length - 1`` symbols (``start`` first)."""
     chain = [start]
     for _ in range(length - 1):
         nxt = fst.add_state()
-        fst.add_arc(chain[-1], pynini.Arc(0, symbol, ONE, nxt))
+        fst.add_arc(chain[-1], 0, symbol, nxt)
         chain.append(nxt)
     return chain
 
@@ -451,15 +449,17 @@ def _add_leads(fst, chain, root, vocab, ids, counts, label) -> tuple[dict[int, n
             nxt = nodes.get((j, rest[:i]))
             if nxt is None:
                 nxt = nodes[j, rest[:i]] = fst.add_state()
-                fst.add_arc(state, pynini.Arc(0, rest[i - 1] + 1, ONE, nxt))
+                fst.add_arc(state, 0, rest[i - 1] + 1, nxt)
             state = nxt
-        fst.add_arc(state, pynini.Arc(label, rest[-1] + 1, ONE, root))
+        fst.add_arc(state, label, rest[-1] + 1, root)
         groups[label] = np.array(members, dtype=np.int64)
         label += 1
     return groups, label
 
 
-def _add_heads(fst, entry, root, vocab, ids, head_ids, codes, heads_of, tails, heads, label) -> int:
+def _add_heads(
+    fst, tries, entry, root, vocab, ids, head_ids, codes, heads_of, tails, heads, label
+) -> int:
     """Spell the tokens ``ids`` by head from ``entry``: a trie of first
     characters, then ``STAY`` and the rest in bytes, or ``SWITCH`` and the
     wildcard chain with a group label per (class, first character, rest)
@@ -472,22 +472,22 @@ def _add_heads(fst, entry, root, vocab, ids, head_ids, codes, heads_of, tails, h
         mine = ids[per_head == h]
         for s in sorted(set(heads_of[mine].tolist())):
             stay = fst.add_state()
-            fst.add_arc(node, pynini.Arc(0, STAY + s, ONE, stay))
-            add_trie(fst, stay, root, vocab, mine[heads_of[mine] == s].tolist(), len(head))
+            fst.add_arc(node, 0, STAY + s, stay)
+            tries.add(stay, vocab, mine[heads_of[mine] == s].tolist(), len(head))
         for k, counts in enumerate(tails):
             rest = counts[mine]  # the rest's lengths, for this first character
             if not rest.any():
                 continue
             switch = fst.add_state()
-            fst.add_arc(node, pynini.Arc(0, SWITCH + k, ONE, switch))
+            fst.add_arc(node, 0, SWITCH + k, switch)
             for depth, j in _chain(fst, switch, root, WILD + k, rest):
-                fst.add_arc(depth, pynini.Arc(label, WILD + k, ONE, root))
+                fst.add_arc(depth, label, WILD + k, root)
                 heads[label] = (k, h, j)
                 label += 1
     return label
 
 
-def _chain(fst: pynini.Fst, start: int, root: int, symbol: int, counts: np.ndarray):
+def _chain(fst: FstBuilder, start: int, root: int, symbol: int, counts: np.ndarray):
     """A chain of ε:``symbol`` arcs from ``start``; yields (state before the
     j-th symbol, j) for each j in ``counts`` (zeros ignored), where the caller adds the group
     arc reading the j-th symbol back to ``root``."""
@@ -499,20 +499,55 @@ def _chain(fst: pynini.Fst, start: int, root: int, symbol: int, counts: np.ndarr
             yield state, j
         if j + 1 < len(present):
             nxt = fst.add_state()
-            fst.add_arc(state, pynini.Arc(0, symbol, ONE, nxt))
+            fst.add_arc(state, 0, symbol, nxt)
             state = nxt
 
 
-def _path(fst: pynini.Fst, nodes: dict[bytes, int], data: bytes) -> int:
+def _path(fst: FstBuilder, nodes: dict[bytes, int], data: bytes) -> int:
     """The state after ``data`` in a byte trie of ε-input arcs (made as needed)."""
     state = nodes[b""]
     for k in range(1, len(data) + 1):
         nxt = nodes.get(data[:k])
         if nxt is None:
             nxt = nodes[data[:k]] = fst.add_state()
-            fst.add_arc(state, pynini.Arc(0, data[k - 1] + 1, ONE, nxt))
+            fst.add_arc(state, 0, data[k - 1] + 1, nxt)
         state = nxt
     return state
+
+
+class _Tries:
+    """Spellings collected for ``builder.add_tries``, all going back to the
+    root: in bytes, or (``classes``) with non-ASCII bytes by UTF-8 interval,
+    tokens of one spelling in one class group (``utf8classes``)."""
+
+    def __init__(self) -> None:
+        self.parts: dict[bool, tuple[list[int], list[bytes], list[int]]] = {
+            False: ([], [], []),
+            True: ([], [], []),
+        }
+
+    def add(self, entry: int, vocab, ids, skip: int = 0, classes: bool = False) -> None:
+        """Spell the tokens ``ids`` from ``entry``, their first ``skip`` bytes
+        already read (at least one remains: normal tokens are not empty)."""
+        entries, spellings, labels = self.parts[classes]
+        entries.extend([entry] * len(ids))
+        spellings.extend(vocab.token_bytes(t)[skip:] for t in ids)
+        labels.extend(t + 1 for t in ids)
+
+    def build(self, fst: FstBuilder, root: int, label: int) -> tuple[dict[int, np.ndarray], int]:
+        """Add the tries; returns the class groups (label → token ids),
+        numbered from ``label``, and the next free label."""
+        entries, spellings, labels = self.parts[False]
+        if spellings:
+            add_tries(fst, np.array(entries), root, spellings, labels)
+        entries, spellings, labels = self.parts[True]
+        if not spellings:
+            return {}, label
+        found, label = add_tries(
+            fst, np.array(entries), root, spellings, labels, BYTE_LABELS, next_group=label
+        )
+        tokens = np.array(labels, dtype=np.int64) - 1
+        return {g: tokens[at] for g, at in found.items()}, label
 
 
 def add_wildcard_arcs(
