@@ -480,27 +480,12 @@ def _add_heads(
                 continue
             switch = fst.add_state()
             fst.add_arc(node, 0, SWITCH + k, switch)
-            for depth, j in _chain(fst, switch, root, WILD + k, rest):
-                fst.add_arc(depth, label, WILD + k, root)
+            chain = _wild_chain(fst, switch, WILD + k, int(rest.max()))
+            for j in np.unique(rest[rest > 0]).tolist():
+                fst.add_arc(chain[j - 1], label, WILD + k, root)
                 heads[label] = (k, h, j)
                 label += 1
     return label
-
-
-def _chain(fst: FstBuilder, start: int, root: int, symbol: int, counts: np.ndarray):
-    """A chain of ε:``symbol`` arcs from ``start``; yields (state before the
-    j-th symbol, j) for each j in ``counts`` (zeros ignored), where the caller adds the group
-    arc reading the j-th symbol back to ``root``."""
-    present = np.zeros(int(counts.max(initial=0)) + 1, dtype=bool)
-    present[counts[counts > 0]] = True
-    state = start
-    for j in range(1, len(present)):
-        if present[j]:
-            yield state, j
-        if j + 1 < len(present):
-            nxt = fst.add_state()
-            fst.add_arc(state, 0, symbol, nxt)
-            state = nxt
 
 
 def _path(fst: FstBuilder, nodes: dict[bytes, int], data: bytes) -> int:
