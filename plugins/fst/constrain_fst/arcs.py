@@ -1,4 +1,5 @@
-"""An FST's arcs as numpy arrays, and the token automaton kept as arrays.
+"""FSTs as numpy arrays (both ways, through OpenFst's ``const``
+serialization), and the token automaton kept as arrays.
 
 pynini hands out arcs one Python object at a time, and its epsilon removal
 cost more than the composition itself on wide constraints (the JSON object:
@@ -92,6 +93,32 @@ def fst_arcs(fst: pynini.Fst, last_use: bool = False) -> Arcs:
     data = pywrapfst.convert(fst, "const").write_to_string()
     parsed = _parse_const(data)
     return parsed if parsed is not None else _iterate(fst)
+
+
+def const_fst(start: int, num_states: int, finals, source, ilabel, olabel, target) -> pynini.Fst:
+    """The unweighted FST with these arcs (``source`` sorted) written in the
+    ``const`` serialization and read back by pynini (as a mutable FST)."""
+    states = np.zeros(num_states, dtype=_STATE)
+    states["final"] = np.inf
+    states["final"][np.asarray(finals, dtype=np.int64)] = 0.0
+    counts = np.bincount(source, minlength=num_states)
+    states["narcs"] = counts
+    states["pos"] = np.cumsum(counts) - counts
+    states["niepsilons"] = np.bincount(source[ilabel == 0], minlength=num_states)
+    states["noeps"] = np.bincount(source[olabel == 0], minlength=num_states)
+    records = np.zeros(len(source), dtype=_ARC)
+    records["ilabel"], records["olabel"], records["nextstate"] = ilabel, olabel, target
+    header = b"".join(
+        [
+            struct.pack("<i", _MAGIC),
+            struct.pack("<i", 5) + b"const",
+            struct.pack("<i", 8) + b"standard",
+            struct.pack("<ii", 2, 0),  # version; flags: no symbol tables, not aligned
+            struct.pack("<Q", 0),  # properties: none known
+            struct.pack("<qqq", start, num_states, len(source)),
+        ]
+    )
+    return pynini.Fst.read_from_string(header + states.tobytes() + records.tobytes())
 
 
 def _parse_const(data: bytes) -> Arcs | None:

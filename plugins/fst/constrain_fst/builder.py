@@ -4,22 +4,16 @@ T_V holds a trie of most of the vocabulary twice over (the byte spellings
 and the head spellings): built one ``add_arc`` call at a time it cost about
 0.5 s on Llama-3, most of it Python. Here arcs are collected in arrays —
 the tries computed with numpy from the sorted token bytes — and the whole
-FST is written in OpenFst's ``const`` serialization (a header, a record per
-state, the arcs in state order) and read back by pynini as a mutable FST.
+FST is handed to OpenFst at once (``arcs.const_fst``).
 """
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 import pynini
 
-_MAGIC = 2125659606
-_STATE = np.dtype(
-    [("final", "<f4"), ("pos", "<u4"), ("narcs", "<u4"), ("niepsilons", "<u4"), ("noeps", "<u4")]
-)
-_ARC = np.dtype([("ilabel", "<i4"), ("olabel", "<i4"), ("weight", "<f4"), ("nextstate", "<i4")])
+from .arcs import const_fst
+
 #: Tokens longer than this many bytes are added to a trie of their own (a
 #: second path from the same entry: exact, and rare).
 WIDTH = 32
@@ -63,29 +57,7 @@ class FstBuilder:
     def fst(self) -> pynini.Fst:
         arcs = np.concatenate([np.array(self._arcs, dtype=np.int64).reshape(-1, 4), *self._blocks])
         arcs = arcs[np.argsort(arcs[:, 0], kind="stable")]
-        source = arcs[:, 0]
-        states = np.zeros(self.num_states, dtype=_STATE)
-        states["final"] = np.inf
-        states["final"][self._finals] = 0.0
-        counts = np.bincount(source, minlength=self.num_states)
-        states["narcs"] = counts
-        states["pos"] = np.cumsum(counts) - counts
-        states["niepsilons"] = np.bincount(source[arcs[:, 1] == 0], minlength=self.num_states)
-        states["noeps"] = np.bincount(source[arcs[:, 2] == 0], minlength=self.num_states)
-        records = np.zeros(len(arcs), dtype=_ARC)
-        records["ilabel"], records["olabel"] = arcs[:, 1], arcs[:, 2]
-        records["nextstate"] = arcs[:, 3]
-        header = b"".join(
-            [
-                struct.pack("<i", _MAGIC),
-                struct.pack("<i", 5) + b"const",
-                struct.pack("<i", 8) + b"standard",
-                struct.pack("<ii", 2, 0),  # version, flags: no symbol tables, not aligned
-                struct.pack("<Q", 0),  # properties: none known
-                struct.pack("<qqq", self.start, self.num_states, len(arcs)),
-            ]
-        )
-        return pynini.Fst.read_from_string(header + states.tobytes() + records.tobytes())
+        return const_fst(self.start, self.num_states, self._finals, *arcs.T)
 
 
 def add_tries(
