@@ -788,6 +788,21 @@ def _decoder_scheme(cfg: Mapping[str, Any]) -> tuple[str, str, bool]:
     return "spiece", replacement, byte_fallback
 
 
+def _is_leading_double(node: dict[str, Any]) -> bool:
+    """A ``Replace`` of a leading ``▁`` by two: the dummy prefix as transformers
+    5 spells it for text that already starts with a space, since a Metaspace
+    ``prepend_scheme: first`` adds none there."""
+    pattern = node.get("pattern") or {}
+    regex = pattern.get("Regex") if isinstance(pattern, dict) else None
+    if node.get("type") != "Replace" or not isinstance(regex, str):
+        return False
+    for anchor in ("\\A", "^"):
+        mark = regex.removeprefix(anchor)
+        if mark != regex and len(mark) == 1 and node.get("content") == mark * 2:
+            return True
+    return False
+
+
 def _without_prefix_space(cfg: dict[str, Any]) -> bool:
     """Turn off dummy-prefix spaces in a tokenizer.json config in place; True if changed."""
     changed = False
@@ -796,7 +811,7 @@ def _without_prefix_space(cfg: dict[str, Any]) -> bool:
         nonlocal changed
         if not isinstance(node, dict):
             return node
-        if node.get("type") == "Prepend":
+        if node.get("type") == "Prepend" or _is_leading_double(node):
             changed = True
             return None
         if node.get("type") == "Sequence":

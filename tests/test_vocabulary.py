@@ -605,6 +605,22 @@ def test_tokenizer_json_sentencepiece_style_built_in_process(tmp_path: Path):
             b" " + s.encode("utf-8"),
         )
 
+    # transformers 5 spells the dummy prefix of text starting with a space as
+    # a normalizer doubling the leading "▁" (Metaspace "first" adds none there)
+    cfg["normalizer"] = {
+        "type": "Sequence",
+        "normalizers": [
+            {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
+            {"type": "Replace", "pattern": {"Regex": "\\A▁"}, "content": "▁▁"},
+        ],
+    }
+    (tmp_path / "tokenizer.json").write_text(json.dumps(cfg))
+    v5 = Vocabulary.from_tokenizer_json(tmp_path / "tokenizer.json")
+    lib5 = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert v5.decode(lib5.encode("   x", add_special_tokens=False).ids) == b"    x"
+    for s in ["   \n\n", " a", "  b c", "x  "]:
+        assert v5.decode(v5.encode(s)) == s.encode("utf-8"), s
+
 
 # ----------------------------------------------------------------- transformers
 @pytest.fixture(scope="module")
