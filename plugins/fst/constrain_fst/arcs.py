@@ -5,10 +5,10 @@ pynini hands out arcs one Python object at a time, and its epsilon removal
 cost more than the composition itself on wide constraints (the JSON object:
 35 ms for 99,000 arcs). Here an FST is read through OpenFst's own binary
 serialization of its ``const`` type — a header, a fixed-size record per
-state, then every arc in state order — straight into arrays, and the epsilon
-removal that turns the composition into the token automaton is array work
-over the composition's epsilon arcs (the vocabulary trie's: they form a
-layered graph whose depth is the longest token), level by level.
+state, then every arc in state order — straight into arrays; the token
+automaton reads the composition through them, removing a state's epsilon
+arcs (the vocabulary trie's: a layered graph as deep as the longest token)
+on first use, level by level with array operations.
 """
 
 from __future__ import annotations
@@ -161,130 +161,108 @@ def _iterate(fst: pynini.Fst) -> Arcs:
     return Arcs(fst.start(), fst.num_states(), final, *table.T.copy())
 
 
-@dataclass(frozen=True)
 class TokenAutomaton:
-    """The token-level automaton as arrays: state s's arcs are
-    ``labels[offsets[s]:offsets[s + 1]]`` (input labels: token id + 1, group
-    labels, parentheses) going to ``targets[...]``, sorted by label;
-    ``start`` is -1 for the empty language."""
+    """A composition read on input labels, its epsilon arcs removed state by
+    state on first use: ``arcs(s)`` are the non-epsilon arcs of every state
+    that s's epsilon arcs reach (sorted by label). Its states are the
+    composition's; those a reader can be in are ``token_states``: the start
+    and every target of a non-epsilon arc. ``start`` is -1 for the empty
+    language. Every state is taken as final (the composition's are: every
+    byte state is).
 
-    start: int
-    offsets: np.ndarray
-    labels: np.ndarray
-    targets: np.ndarray
+    Done lazily because a decoder visits few of the states, and removing the
+    epsilons of all of them cost as much as the composition (the JSON object:
+    14 ms for 97,000 token arcs). A state's closure is followed a level at a
+    time with array operations (a level: one epsilon arc further; the
+    vocabulary trie's epsilon arcs form a layered graph as deep as the
+    longest token), the last small levels by a plain walk."""
+
+    def __init__(self, arcs: Arcs):
+        n = arcs.num_states
+        self.start = int(arcs.start) if n and arcs.start >= 0 else -1
+        eps = arcs.ilabel == 0
+        self._e_dst = arcs.target[eps]
+        self._e_start = _starts(arcs.source[eps], n)
+        real = ~eps
+        self._r_label, self._r_dst = arcs.ilabel[real], arcs.target[real]
+        self._r_start = _starts(arcs.source[real], n)
+        reached = np.zeros(n, dtype=bool)
+        reached[self._r_dst] = True
+        if self.start >= 0:
+            reached[self.start] = True
+        self.token_states = np.flatnonzero(reached)
 
     def num_states(self) -> int:
-        return len(self.offsets) - 1
+        """How many states a reader can be in."""
+        return len(self.token_states)
 
     def num_arcs(self) -> int:
-        return len(self.labels)
+        """The token arcs of every state (removes every state's epsilons: for
+        figures and tests, not for decoding)."""
+        return sum(len(self.arcs(int(s))[0]) for s in self.token_states)
 
     def arcs(self, s: int) -> tuple[np.ndarray, np.ndarray]:
-        """The state's (labels, targets)."""
-        lo, hi = self.offsets[s], self.offsets[s + 1]
-        return self.labels[lo:hi], self.targets[lo:hi]
+        """The state's distinct (label, target) arcs, sorted by label (a
+        label may lead to several states: a pushdown automaton's parentheses
+        may be read at several points of its tokens)."""
+        owners = np.array([s], dtype=np.int64)
+        found_labels, found_targets = [], []
+        for _ in range(MAX_LEVELS):
+            lo = self._r_start[owners]
+            count = self._r_start[owners + 1] - lo
+            if count.any():
+                at = _ranges(lo, count)
+                found_labels.append(self._r_label[at])
+                found_targets.append(self._r_dst[at])
+            lo = self._e_start[owners]
+            count = self._e_start[owners + 1] - lo
+            if not count.any():
+                break
+            nxt = self._e_dst[_ranges(lo, count)]
+            owners = _distinct(nxt) if len(nxt) > len(owners) else nxt  # paths merge
+            if len(owners) <= SMALL_LEVEL:
+                walked = self._walk(owners.tolist())
+                found_labels.append(walked[0])
+                found_targets.append(walked[1])
+                break
+        else:  # an epsilon cycle: walk the whole closure, remembering states
+            found_labels, found_targets = [], []
+            walked = self._walk([s])
+            found_labels.append(walked[0])
+            found_targets.append(walked[1])
+        labels = np.concatenate(found_labels) if found_labels else np.zeros(0, np.int64)
+        targets = np.concatenate(found_targets) if found_targets else np.zeros(0, np.int64)
+        pairs = _distinct(labels * (len(self._r_start) - 1) + targets)  # merged paths: once
+        return np.divmod(pairs, len(self._r_start) - 1)
 
-    def is_deterministic(self) -> bool:
-        """No state has two arcs with one label (a state's labels are sorted)."""
-        same = self.labels[1:] == self.labels[:-1]
-        bounds = self.offsets[(self.offsets > 0) & (self.offsets < len(self.labels))]
-        same[bounds - 1] = False  # the last arc of a state and the first of the next
-        return not same.any()
-
-
-def remove_epsilons(arcs: Arcs, max_levels: int = 4096) -> TokenAutomaton | None:
-    """The input-epsilon-free automaton of ``arcs`` read on input labels: its
-    states are the start and every target of a non-epsilon arc (renumbered
-    in that order, start first), and each gets the non-epsilon arcs of every
-    state its epsilon arcs reach. All states are taken as final (the
-    composition's are: every byte state is).
-
-    Closures are followed level by level (a level: one epsilon arc further;
-    duplicate pairs dropped where a level grows), the last small levels by a
-    walk; ``None`` if they have not ended after ``max_levels`` levels or
-    ``MAX_WALK`` walked pairs (epsilon cycles: the caller falls back on
-    OpenFst's epsilon removal)."""
-    n = arcs.num_states
-    if arcs.start < 0:
-        nothing = np.zeros(0, np.int64)
-        return TokenAutomaton(-1, np.zeros(1, np.int64), nothing, nothing)
-    eps = arcs.ilabel == 0
-    e_dst = arcs.target[eps]
-    e_start = np.searchsorted(arcs.source[eps], np.arange(n + 1))  # arcs come in state order
-    real = ~eps
-    r_src, r_label, r_dst = arcs.source[real], arcs.ilabel[real], arcs.target[real]
-    r_start = np.searchsorted(r_src, np.arange(n + 1))
-    keep = _distinct(np.concatenate([[arcs.start], r_dst]))
-    keep = np.concatenate([[arcs.start], keep[keep != arcs.start]])
-    number = np.full(n, -1, np.int64)
-    number[keep] = np.arange(len(keep))
-    # (result state, state reached) pairs, one epsilon level at a time; the
-    # last few levels (long tokens only) by a plain walk, as numpy's per-call
-    # cost would dominate them
-    owners, reached = np.arange(len(keep)), keep
-    out_owner, out_label, out_target = [], [], []
-    for _ in range(max_levels):
-        lo, hi = r_start[reached], r_start[reached + 1]
-        count = hi - lo
-        if count.any():
-            at = _ranges(lo, count)
-            out_owner.append(np.repeat(owners, count))
-            out_label.append(r_label[at])
-            out_target.append(number[r_dst[at]])
-        lo, hi = e_start[reached], e_start[reached + 1]
-        count = hi - lo
-        if not count.any():
-            break
-        grown = count.sum() > len(reached)
-        owners = np.repeat(owners, count)
-        reached = e_dst[_ranges(lo, count)]
-        if grown:  # where paths may merge; on a composition only the first levels grow
-            pairs = _distinct(owners * n + reached)
-            owners, reached = pairs // n, pairs % n
-        if len(reached) <= SMALL_LEVEL:
-            tail = _walk(owners, reached, r_start, r_label, r_dst, number, e_start, e_dst)
-            if tail is None:
-                return None
-            out_owner.append(tail[0])
-            out_label.append(tail[1])
-            out_target.append(tail[2])
-            break
-    else:
-        return None
-    owner = np.concatenate(out_owner) if out_owner else np.zeros(0, np.int64)
-    label = np.concatenate(out_label) if out_label else np.zeros(0, np.int64)
-    target = np.concatenate(out_target) if out_target else np.zeros(0, np.int64)
-    order = np.argsort(owner * (int(label.max(initial=0)) + 1) + label)  # by state, then label
-    offsets = np.searchsorted(owner[order], np.arange(len(keep) + 1))
-    return TokenAutomaton(0, offsets, label[order], target[order])
+    def _walk(self, todo: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The non-epsilon arcs below the given states, by depth-first walk."""
+        r_start, e_start = self._r_start, self._e_start
+        labels: list[int] = []
+        targets: list[int] = []
+        seen = set(todo)
+        while todo:
+            q = todo.pop()
+            lo, hi = int(r_start[q]), int(r_start[q + 1])
+            labels += self._r_label[lo:hi].tolist()
+            targets += self._r_dst[lo:hi].tolist()
+            for nxt in self._e_dst[int(e_start[q]) : int(e_start[q + 1])].tolist():
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return np.array(labels, dtype=np.int64), np.array(targets, dtype=np.int64)
 
 
-#: Below this many pairs, the rest of the epsilon closures is walked in Python.
+#: Below this many states, the rest of an epsilon closure is walked in Python
+#: (numpy's per-call cost would dominate the last levels: long tokens only).
 SMALL_LEVEL = 16
-#: A walk reaching more (owner, state) pairs than this gives up (the caller
-#: falls back on OpenFst's epsilon removal).
-MAX_WALK = 1_000_000
+#: Levels followed with arrays before a closure is taken for cyclic and walked.
+MAX_LEVELS = 4096
 
 
-def _walk(owners, reached, r_start, r_label, r_dst, number, e_start, e_dst):
-    """The non-epsilon arcs below the given pairs, by depth-first walk:
-    (owner, label, target) arrays, or None past ``MAX_WALK`` pairs."""
-    out: list[tuple[int, int, int]] = []
-    todo = list(zip(owners.tolist(), reached.tolist(), strict=True))
-    seen = set(todo)
-    while todo:
-        owner, s = todo.pop()
-        if len(seen) > MAX_WALK:
-            return None
-        for k in range(int(r_start[s]), int(r_start[s + 1])):
-            out.append((owner, int(r_label[k]), int(number[r_dst[k]])))
-        for k in range(int(e_start[s]), int(e_start[s + 1])):
-            pair = (owner, int(e_dst[k]))
-            if pair not in seen:
-                seen.add(pair)
-                todo.append(pair)
-    table = np.array(out, dtype=np.int64).reshape(-1, 3)
-    return table[:, 0], table[:, 1], table[:, 2]
+def _starts(source: np.ndarray, n: int) -> np.ndarray:
+    """Where each state's arcs start in ``source`` (sorted), and the end."""
+    return np.concatenate([[0], np.cumsum(np.bincount(source, minlength=n))])
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ from constrain_api.automata import (
     utf8_sequences,
 )
 
-from .arcs import TokenAutomaton, fst_arcs, remove_epsilons
+from .arcs import TokenAutomaton, fst_arcs
 
 END = 257  # after the text: where EOS is allowed
 ONE = pynini.Weight.one("tropical")
@@ -151,18 +151,14 @@ def prefix_acceptor(node: Node) -> pynini.Fst:
 
 def token_automaton(detok: pynini.Fst, acceptor: pynini.Fst) -> TokenAutomaton:
     """The token-level DFA: T_V composed with the prefix acceptor, read on
-    tokens, epsilon-free (``arcs.remove_epsilons``). Its arcs out of a state
-    are exactly the tokens allowed there (EOS where the text is complete).
+    tokens, its epsilons removed state by state on first use
+    (``arcs.TokenAutomaton``). Its arcs out of a state are exactly the tokens
+    allowed there (EOS where the text is complete).
 
     Deterministic by construction: T_V spells each token one way from a
     state (or once per wildcard group) and the acceptor is a DFA, so each
-    label leaves a state at most once; were it not, OpenFst's epsilon removal
-    and determinization would be used instead. Minimization is not run: it
-    never reduced the state count on the workloads measured (the byte DFA
-    is minimal).
+    label leaves a state at most once (``StateInfo`` checks it on first use).
+    Minimization is not run: it never reduced the state count on the
+    workloads measured (the byte DFA is minimal).
     """
-    tokens = remove_epsilons(fst_arcs(pynini.compose(detok, acceptor), last_use=True))
-    if tokens is None or not tokens.is_deterministic():
-        composed = pynini.compose(detok, acceptor).project("input").rmepsilon()
-        tokens = remove_epsilons(fst_arcs(pynini.determinize(composed), last_use=True))
-    return tokens
+    return TokenAutomaton(fst_arcs(pynini.compose(detok, acceptor), last_use=True))

@@ -371,6 +371,12 @@ class StateInfo:
         self.opens: list[tuple[int, int]] = []  # (open label, next)
         self.closes: list[tuple[int, int]] = []  # (matching open label, next)
         labels, targets = compiled.automaton.arcs(s)
+        # deterministic by construction on tokens and groups (T_V spells a
+        # token one way from a state, the byte acceptors are DFAs); a dict
+        # below would drop a second arc silently, so check
+        tokens_and_groups = labels[labels < PAREN]
+        if (tokens_and_groups[1:] == tokens_and_groups[:-1]).any():
+            raise AssertionError(f"fst: state {s} of the token automaton is not deterministic")
         is_token = labels <= vocab.size  # token id + 1; the rest are group labels and parentheses
         eos = np.isin(labels, compiled.eos_labels)
         self.accepting = bool(eos.any())

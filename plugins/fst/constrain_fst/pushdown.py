@@ -23,7 +23,7 @@ import pynini
 
 from constrain_api import ByteDFA, CompileLimitExceeded, GrammarIR, UnsupportedConstraint
 
-from .arcs import TokenAutomaton, fst_arcs, remove_epsilons
+from .arcs import TokenAutomaton, fst_arcs
 from .automata import END, ONE, epsilon, label_acceptor, optimize
 
 #: The non-terminal that calls the grammar's start, then reads the end marker.
@@ -234,8 +234,4 @@ def pushdown_automaton(
     epsilon-free: arcs read tokens, wildcard groups or parentheses. Not
     determinized: a pushdown automaton's choices are resolved by the stack."""
     composed = pynini.pdt_compose(detok, pdt, parens, left_pdt=False)
-    tokens = remove_epsilons(fst_arcs(composed, last_use=True))
-    if tokens is None:  # an epsilon cycle: OpenFst's epsilon removal
-        composed = pynini.pdt_compose(detok, pdt, parens, left_pdt=False)
-        tokens = remove_epsilons(fst_arcs(composed.project("input").rmepsilon(), last_use=True))
-    return tokens
+    return TokenAutomaton(fst_arcs(composed, last_use=True))

@@ -1,5 +1,5 @@
 """Arcs as arrays: the ``const`` reader against pynini's iterator, and the
-array epsilon removal against OpenFst's, on FSTs shaped like a composition
+token automaton's per-state epsilon removal against OpenFst's, on FSTs shaped like a composition
 (layered epsilon paths that merge, chains longer than the vectorized levels,
 epsilon cycles) and on real compositions."""
 
@@ -10,7 +10,7 @@ import random
 import pynini
 import pytest
 from constrain_fst import arcs as arcs_module
-from constrain_fst.arcs import TokenAutomaton, _parse_const, fst_arcs, remove_epsilons
+from constrain_fst.arcs import TokenAutomaton, _parse_const, fst_arcs
 from constrain_fst.automata import ONE, prefix_acceptor
 
 from constrain_api.automata import parse_regex
@@ -53,10 +53,10 @@ def _same(tokens: TokenAutomaton, fst: pynini.Fst) -> bool:
     """Our epsilon removal accepts the same label strings as OpenFst's (all
     states final: as in a composition with a prefix acceptor)."""
     ours = pynini.Fst()
-    for _ in range(tokens.num_states()):
+    for _ in range(int(tokens.token_states.max(initial=-1)) + 1):
         ours.set_final(ours.add_state())
     ours.set_start(tokens.start)
-    for s in range(tokens.num_states()):
+    for s in tokens.token_states.tolist():
         for label, nxt in zip(*(x.tolist() for x in tokens.arcs(s)), strict=True):
             ours.add_arc(s, pynini.Arc(label, label, ONE, nxt))
     reference = fst.copy()
@@ -95,48 +95,57 @@ def _layered(seed: int, depth: int) -> pynini.Fst:
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("depth", [3, 150])  # 150: past the vectorized levels
-def test_remove_epsilons_equals_openfsts(seed, depth):
+def test_epsilon_removal_equals_openfsts(seed, depth):
     fst = _layered(seed, depth)
-    tokens = remove_epsilons(fst_arcs(fst))
-    assert tokens is not None and _same(tokens, fst)
+    tokens = TokenAutomaton(fst_arcs(fst))
+    assert _same(tokens, fst)
+    # the states a reader can be in: the start and the targets of labelled arcs
+    labelled = {a.nextstate for s in fst.states() for a in fst.arcs(s) if a.ilabel}
+    assert set(tokens.token_states.tolist()) == labelled | {fst.start()}
 
 
-def test_remove_epsilons_on_real_compositions(monkeypatch):
+def test_epsilon_removal_on_real_compositions(monkeypatch):
     acceptor = prefix_acceptor(parse_regex('"[a-z ]{0,6}(, [a-z]+)?"'))
     trie = pynini.union(*(pynini.cross(t, w) for t, w in _WORDS)).closure().optimize()
     composed = pynini.compose(trie, acceptor)
-    assert _same(remove_epsilons(fst_arcs(composed)), composed)
+    assert _same(TokenAutomaton(fst_arcs(composed)), composed)
     monkeypatch.setattr(arcs_module, "SMALL_LEVEL", 0)  # vectorized to the end
-    assert _same(remove_epsilons(fst_arcs(composed)), composed)
+    assert _same(TokenAutomaton(fst_arcs(composed)), composed)
     monkeypatch.setattr(arcs_module, "SMALL_LEVEL", 10**9)  # walked from the start
-    assert _same(remove_epsilons(fst_arcs(composed)), composed)
+    assert _same(TokenAutomaton(fst_arcs(composed)), composed)
 
 
 _WORDS = [("a", '"'), ("b", "ab"), ("c", "a"), ("d", " a"), ("e", ", "), ("f", 'b"'), ("g", "ba")]
 
 
-def test_an_epsilon_cycle_is_walked_or_given_up_never_looped(monkeypatch):
+def test_an_epsilon_cycle_is_walked_never_looped(monkeypatch):
     fst = pynini.Fst()
-    a, b = fst.add_state(), fst.add_state()
+    a, b, c = fst.add_state(), fst.add_state(), fst.add_state()
     fst.set_start(a)
     fst.add_arc(a, pynini.Arc(0, 1, ONE, b))
     fst.add_arc(b, pynini.Arc(0, 1, ONE, a))
     fst.add_arc(b, pynini.Arc(3, 3, ONE, a))
-    assert _same(remove_epsilons(fst_arcs(fst)), fst)  # the walk remembers its pairs
-    monkeypatch.setattr(arcs_module, "MAX_WALK", 1)
-    assert remove_epsilons(fst_arcs(fst)) is None
-    monkeypatch.setattr(arcs_module, "SMALL_LEVEL", 0)  # levels only: bounded by max_levels
-    assert remove_epsilons(fst_arcs(fst), max_levels=50) is None
+    fst.add_arc(a, pynini.Arc(4, 4, ONE, c))
+    assert _same(TokenAutomaton(fst_arcs(fst)), fst)  # the walk remembers its states
+    monkeypatch.setattr(arcs_module, "SMALL_LEVEL", 0)  # levels only, until MAX_LEVELS
+    monkeypatch.setattr(arcs_module, "MAX_LEVELS", 50)
+    tokens = TokenAutomaton(fst_arcs(fst))
+    assert _same(tokens, fst)
+    assert tokens.arcs(a)[0].tolist() == [3, 4]  # each arc once, however often reached
 
 
-def test_determinism_check_and_the_empty_automaton():
+def test_arcs_are_distinct_and_sorted_and_the_empty_automaton():
     fst = pynini.Fst()
-    a, b, c = fst.add_state(), fst.add_state(), fst.add_state()
+    a, b, c, d = (fst.add_state() for _ in range(4))
     fst.set_start(a)
-    fst.add_arc(a, pynini.Arc(1, 1, ONE, b))
     fst.add_arc(a, pynini.Arc(2, 2, ONE, c))
-    assert remove_epsilons(fst_arcs(fst)).is_deterministic()
-    fst.add_arc(a, pynini.Arc(2, 2, ONE, b))
-    assert not remove_epsilons(fst_arcs(fst)).is_deterministic()
-    empty = remove_epsilons(fst_arcs(pynini.Fst()))
+    fst.add_arc(a, pynini.Arc(0, 5, ONE, d))
+    fst.add_arc(a, pynini.Arc(1, 1, ONE, b))
+    fst.add_arc(d, pynini.Arc(2, 2, ONE, c))  # the same arc again, through d
+    fst.add_arc(d, pynini.Arc(2, 2, ONE, b))  # a second target for label 2
+    tokens = TokenAutomaton(fst_arcs(fst))
+    labels, targets = tokens.arcs(a)
+    assert list(zip(labels.tolist(), targets.tolist(), strict=True)) == [(1, b), (2, b), (2, c)]
+    assert tokens.num_states() == 3 and tokens.num_arcs() == 3  # a, b, c; b and c have none
+    empty = TokenAutomaton(fst_arcs(pynini.Fst()))
     assert empty.start == -1 and empty.num_states() == 0 and empty.num_arcs() == 0

@@ -155,3 +155,22 @@ def test_the_detokenizer_cache_on_disk(tmp_path, naive):
     next(tmp_path.glob("*.fst")).write_bytes(b"not an fst")
     rebuilt = ca.get("fst", cache_dir=tmp_path).compile(spec, vocab)
     _assert_same_masks(rebuilt, naive.compile(spec, vocab), vocab, "damaged", 2)
+
+
+def test_a_token_leaving_a_state_twice_is_an_error_not_a_dropped_arc():
+    """The token automaton is deterministic by construction; were it not,
+    reading its arcs into a dictionary would silently drop one."""
+    import pynini
+    from constrain_fst.arcs import TokenAutomaton, fst_arcs
+    from constrain_fst.automata import ONE
+
+    vocab = small_vocabulary()
+    compiled = ca.get("fst").compile(ca.Regex("ab|ac"), vocab)
+    fst = pynini.Fst()
+    a, b, c = (fst.add_state() for _ in range(3))
+    fst.set_start(a)
+    fst.add_arc(a, pynini.Arc(6, 6, ONE, b))  # token 5 to b ...
+    fst.add_arc(a, pynini.Arc(6, 6, ONE, c))  # ... and to c
+    compiled.automaton = TokenAutomaton(fst_arcs(fst))
+    with pytest.raises(AssertionError, match="not deterministic"):
+        compiled.checker().mask()
