@@ -121,6 +121,21 @@ def const_fst(start: int, num_states: int, finals, source, ilabel, olabel, targe
     return pynini.Fst.read_from_string(header + states.tobytes() + records.tobytes())
 
 
+def add_arcs(fst: pynini.Fst, new_states: int, source, label, target) -> pynini.Fst:
+    """An acceptor: ``fst``'s states and arcs, ``new_states`` more states
+    (final), and the given arcs (ilabel = olabel), sorted by input label;
+    one array write instead of a pynini call per arc."""
+    arcs = fst_arcs(fst)
+    n = arcs.num_states + new_states
+    source = np.concatenate([arcs.source, np.asarray(source, dtype=np.int64)])
+    label = np.concatenate([arcs.ilabel, np.asarray(label, dtype=np.int64)])
+    target = np.concatenate([arcs.target, np.asarray(target, dtype=np.int64)])
+    order = np.lexsort((label, source))
+    finals = np.concatenate([np.flatnonzero(arcs.final), np.arange(arcs.num_states, n)])
+    out = const_fst(arcs.start, n, finals, source[order], label[order], label[order], target[order])
+    return out.arcsort("ilabel")  # sorted already: this records it for the composition
+
+
 def _parse_const(data: bytes) -> Arcs | None:
     if data[:4] != struct.pack("<i", _MAGIC):
         return None

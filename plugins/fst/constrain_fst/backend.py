@@ -55,7 +55,7 @@ from .wildcards import (
     add_wildcard_arcs,
     byte_table,
     candidate_classes,
-    closed_states,
+    closed_chains,
     first_chars,
     lead_chars,
     token_text,
@@ -137,14 +137,16 @@ class FSTBackend(BaseBackend):
             )
         clock.lap("acceptor")
         table, calls = byte_table(acceptor)
-        classes = self._wildcard_classes(table, vocab, calls) if use_wildcards else []
+        chains: dict[CharSet, tuple] = {}  # closed_chains per class, for both steps
+        classes = self._wildcard_classes(table, vocab, calls, chains) if use_wildcards else []
         utf8 = bool(use_utf8) and utf8classes.uniform(table)
         clock.lap("analysis")
         detok, wild = self._detokenizer(vocab, classes, utf8)
         clock.lap("detokenizer")
-        if utf8:  # before the wildcard arcs, whose marker copies copy them
-            utf8classes.add_class_arcs(acceptor, table)
-        closed_for, strict_for = add_wildcard_arcs(acceptor, table, wild, calls)
+        intervals = utf8classes.class_arcs(table) if utf8 else None
+        acceptor, closed_for, strict_for = add_wildcard_arcs(
+            acceptor, table, wild, calls, intervals, chains
+        )
         wide = self._check_composition(table, closed_for, strict_for, wild, vocab, max_arcs)
         clock.lap("analysis")
         if network is None:
@@ -181,18 +183,26 @@ class FSTBackend(BaseBackend):
             raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
 
     def _wildcard_classes(
-        self, table: np.ndarray, vocab: Vocabulary, calls: np.ndarray | None = None
+        self,
+        table: np.ndarray,
+        vocab: Vocabulary,
+        calls: np.ndarray | None = None,
+        chains: dict[CharSet, tuple] | None = None,
     ) -> list[CharSet]:
         """The classes worth a wildcard, chosen greedily: each removes, summed
         over the states where it acts uniformly, at least 1/``WILD_SHARE`` of
         the vocabulary in token arcs beyond what the classes before it remove
-        (at most ``MAX_CLASSES``)."""
+        (at most ``MAX_CLASSES``). ``chains`` receives each candidate's
+        ``closed_chains``."""
         options = []
         for charset in candidate_classes(table):
             count = int(np.count_nonzero(self._wild_chars(vocab, charset)[0]))
             if count * WILD_SHARE < vocab.size:
                 continue
-            closed, nxt = closed_states(table, charset, calls)
+            found = closed_chains(table, charset, calls)
+            if chains is not None:
+                chains[charset] = found
+            closed, _, nxt = found
             saved = np.where(closed & (nxt >= 0), count, 0)
             if saved.any():
                 options.append((charset, saved))

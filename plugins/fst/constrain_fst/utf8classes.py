@@ -13,16 +13,13 @@ do not cover tokens that are not whole characters of their class (Llama-3's
 one by one); these groups do.
 
 Exact by construction: the acceptor gets an interval arc wherever the
-interval's bytes go (``add_class_arcs``), and the spelling is used only when
+interval's bytes go (``class_arcs``), and the spelling is used only when
 ``uniform`` holds at every state — otherwise T_V spells bytes, as before.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pynini
-
-from .automata import ONE
 
 #: The non-ASCII byte intervals; the label of interval i is ``CLASS + i``.
 INTERVALS = (
@@ -48,11 +45,6 @@ for _i, (_lo, _hi) in enumerate(INTERVALS):
     BYTE_LABELS[_lo : _hi + 1] = CLASS + _i
 
 
-def is_interval(label: int) -> bool:
-    """Whether ``label`` is an interval's."""
-    return CLASS <= label < CLASS + len(INTERVALS)
-
-
 def uniform(table: np.ndarray) -> bool:
     """Whether at every state each interval's bytes lead to one same state
     (or are all dead): ``table`` is the acceptor's ``(states, 256)`` byte table."""
@@ -63,10 +55,11 @@ def uniform(table: np.ndarray) -> bool:
     return True
 
 
-def add_class_arcs(acceptor: pynini.Fst, table: np.ndarray) -> None:
-    """An arc per state and live interval, to where the interval's bytes go
-    (call only when ``uniform(table)``)."""
+def class_arcs(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An arc per state and live interval, to where the interval's bytes go,
+    as (source, label, target) arrays (call only when ``uniform(table)``)."""
+    found = []
     for i, (lo, _) in enumerate(INTERVALS):
-        for q in np.flatnonzero(table[:, lo] >= 0).tolist():
-            acceptor.add_arc(q, pynini.Arc(CLASS + i, CLASS + i, ONE, int(table[q, lo])))
-    acceptor.arcsort("ilabel")
+        q = np.flatnonzero(table[:, lo] >= 0)
+        found.append((q, np.full(len(q), CLASS + i, dtype=np.int64), table[q, lo]))
+    return tuple(np.concatenate(part).astype(np.int64) for part in zip(*found, strict=True))

@@ -53,10 +53,10 @@ import pynini
 
 from constrain_api.automata import CharSet, utf8_sequences
 
-from .arcs import fst_arcs
-from .automata import END, ONE
+from .arcs import add_arcs, fst_arcs
+from .automata import END
 from .builder import FstBuilder, add_tries
-from .utf8classes import BYTE_LABELS, is_interval
+from .utf8classes import BYTE_LABELS
 
 #: At most this many wildcard classes per constraint (the markers number 2**k - 1).
 MAX_CLASSES = 4
@@ -167,19 +167,36 @@ def candidate_classes(table: np.ndarray, min_bytes: int = 8) -> list[CharSet]:
     ASCII bytes that lead to one same state (if it has ``min_bytes`` or more),
     alone and with every non-ASCII character added; distinct, in state order.
     Whether a class really acts uniformly anywhere is ``closed_states``' job."""
-    found: dict[CharSet, None] = {}
-    seen: set[bytes] = set()
     ascii_part = table[:, :128]
     lead_alive = (table[:, 0xC2:0xF5] >= 0).all(axis=1)
-    for q in np.flatnonzero((ascii_part >= 0).sum(axis=1) >= min_bytes).tolist():
-        row = ascii_part[q]
-        targets, counts = np.unique(row[row >= 0], return_counts=True)
-        inside = row == targets[np.argmax(counts)]
-        key = inside.tobytes() + bytes([int(lead_alive[q])])
-        if key in seen or counts.max() < min_bytes:
-            continue
-        seen.add(key)  # states alike give the same classes: build each once
-        edges = np.flatnonzero(np.diff(np.concatenate([[False], inside, [False]])))
+    rows = np.flatnonzero((ascii_part >= 0).sum(axis=1) >= min_bytes)
+    if not len(rows):
+        return []
+    # each row's most frequent live target (the smallest of equals), all rows
+    # at once: sorted, dead bytes last, then the longest run
+    width = ascii_part.shape[1]
+    ordered = np.sort(np.where(ascii_part[rows] >= 0, ascii_part[rows], np.iinfo(np.int32).max))
+    starts = np.ones(ordered.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    column = np.broadcast_to(np.arange(width), ordered.shape)
+    # where each position's run ends: the next run start, from the right
+    nxt = np.where(starts, column, width)[:, ::-1]
+    ends = np.minimum.accumulate(
+        np.concatenate([np.full((len(rows), 1), width), nxt[:, :-1]], axis=1), axis=1
+    )[:, ::-1]
+    runs = np.where(starts & (ordered != np.iinfo(np.int32).max), ends - column, 0)
+    best = runs.argmax(axis=1)
+    counts = runs[np.arange(len(rows)), best]
+    inside = ascii_part[rows] == ordered[np.arange(len(rows)), best][:, None]
+    keep = counts >= min_bytes
+    # states alike give the same classes: build each once, in state order
+    keys = np.concatenate([np.packbits(inside, axis=1), lead_alive[rows, None]], axis=1)[keep]
+    _, first = np.unique(keys, axis=0, return_index=True)
+    found: dict[CharSet, None] = {}
+    for q, row in zip(
+        rows[keep][np.sort(first)].tolist(), inside[keep][np.sort(first)], strict=True
+    ):
+        edges = np.flatnonzero(np.diff(np.concatenate([[False], row, [False]])))
         charset = CharSet(tuple(zip(edges[::2].tolist(), (edges[1::2] - 1).tolist(), strict=True)))
         found.setdefault(charset)
         if lead_alive[q]:
@@ -540,45 +557,60 @@ def add_wildcard_arcs(
     table: np.ndarray,
     wild: Wildcards,
     exclude: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Give the byte acceptor its W arcs (closed states), switch loops (states
-    closed in the middle of a token), marker loops (states where wild tokens
-    are spelled in bytes) and stay loops (where tokens spelled by first
-    character continue in bytes); returns, per state, the bit sets of the
-    classes it is closed for where a token starts and in the middle of one.
-    At a state in ``exclude`` a marker leads to a copy of the state with its
-    byte (and UTF-8 interval) arcs only: the token's bytes start right
+    extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    chains: dict[CharSet, tuple] | None = None,
+) -> tuple[pynini.Fst, np.ndarray, np.ndarray]:
+    """The byte acceptor with its W arcs (closed states), switch loops
+    (states closed in the middle of a token), marker loops (states where
+    wild tokens are spelled in bytes) and stay loops (where tokens spelled
+    by first character continue in bytes), and the ``extra`` (source, label,
+    target) arcs (the UTF-8 interval arcs); with, per state, the bit sets of
+    the classes it is closed for where a token starts and in the middle of
+    one. At a state in ``exclude`` a marker leads to a copy of the state
+    with its byte (and extra) arcs only: the token's bytes start right
     there, and a call or return first is taken before the marker instead.
-    Only the markers T_V writes get arcs (``wild.marks``, ``wild.stays``)."""
+    Only the markers T_V writes get arcs (``wild.marks``, ``wild.stays``);
+    ``chains`` may hold the classes' ``closed_chains`` already computed."""
     classes = wild.classes
     n = table.shape[0]
     closed_for = np.zeros(n, dtype=np.int32)
     strict_for = np.zeros(n, dtype=np.int32)
+    found: list[tuple[np.ndarray, int | np.ndarray, np.ndarray]] = []
+    if extra is not None:
+        found.append(extra)
+    states = np.arange(n, dtype=np.int64)
     for k, charset in enumerate(classes):
-        start, strict, nxt = closed_chains(table, charset, exclude)
+        known = (chains or {}).get(charset)
+        start, strict, nxt = known if known is not None else closed_chains(table, charset, exclude)
         closed_for |= start.astype(np.int32) << k
         strict_for |= strict.astype(np.int32) << k
-        for q in np.flatnonzero(start & (nxt >= 0)).tolist():
-            acceptor.add_arc(q, pynini.Arc(WILD + k, WILD + k, ONE, int(nxt[q])))
-        for q in np.flatnonzero(strict).tolist():
-            acceptor.add_arc(q, pynini.Arc(SWITCH + k, SWITCH + k, ONE, q))
-    marks, stays = sorted(wild.marks), sorted(wild.stays)
-    for q in range(n):
-        target = q
-        if classes and exclude is not None and exclude[q]:
-            target = acceptor.add_state()
-            acceptor.set_final(target)
-            for arc in list(acceptor.arcs(q)):  # its bytes (and UTF-8 interval arcs)
-                if 1 <= arc.ilabel <= 256 or is_interval(arc.ilabel):
-                    acceptor.add_arc(target, pynini.Arc(arc.ilabel, arc.olabel, ONE, arc.nextstate))
-        if classes:
-            acceptor.add_arc(q, pynini.Arc(HEAD, HEAD, ONE, target))
-        c, m = int(closed_for[q]), int(strict_for[q])
-        for s in marks:
-            if not s & c:
-                acceptor.add_arc(q, pynini.Arc(MARK + s, MARK + s, ONE, target))
-        for s in stays:
-            if not s & m:  # in the middle of a token: calls and returns may follow
-                acceptor.add_arc(q, pynini.Arc(STAY + s, STAY + s, ONE, q))
-    acceptor.arcsort("ilabel")
-    return closed_for, strict_for
+        q = np.flatnonzero(start & (nxt >= 0))
+        found.append((q, WILD + k, nxt[q]))
+        q = np.flatnonzero(strict)
+        found.append((q, SWITCH + k, q))
+    target = states  # where a marker leads: the state, or its bytes-only copy
+    copies = 0
+    if classes and exclude is not None and exclude.any():
+        copied = np.flatnonzero(exclude)
+        copies = len(copied)
+        target = states.copy()
+        target[copied] = n + np.arange(copies)
+        rows, cols = np.nonzero(table[copied] >= 0)  # the copies' bytes
+        found.append((n + rows, cols + 1, table[copied[rows], cols]))
+        if extra is not None:  # and their interval arcs
+            mine = exclude[extra[0]]
+            found.append((target[extra[0][mine]], extra[1][mine], extra[2][mine]))
+    if classes:
+        found.append((states, HEAD, target))
+    for s in sorted(wild.marks):
+        q = np.flatnonzero((closed_for & s) == 0)
+        found.append((q, MARK + s, target[q]))
+    for s in sorted(wild.stays):  # in the middle of a token: calls and returns may follow
+        q = np.flatnonzero((strict_for & s) == 0)
+        found.append((q, STAY + s, q))
+    if not found:
+        return acceptor.arcsort("ilabel"), closed_for, strict_for
+    source = np.concatenate([np.asarray(f[0], dtype=np.int64) for f in found])
+    label = np.concatenate([np.broadcast_to(f[1], len(f[0])) for f in found])
+    dest = np.concatenate([np.asarray(f[2], dtype=np.int64) for f in found])
+    return add_arcs(acceptor, copies, source, label, dest), closed_for, strict_for

@@ -120,6 +120,43 @@ def test_candidates_are_read_from_the_automaton():
     assert candidate_classes(_table("abc")) == []
 
 
+def _candidates_one_state_at_a_time(table, min_bytes):
+    """``candidate_classes``' definition, read plainly (the function does all
+    states at once)."""
+    found = {}
+    for q in range(table.shape[0]):
+        row = table[q, :128]
+        targets, counts = np.unique(row[row >= 0], return_counts=True)
+        if not len(counts) or counts.max() < min_bytes:
+            continue
+        inside = row == targets[np.argmax(counts)]  # ties: the smallest target
+        ranges, lo = [], None
+        for b in range(129):
+            if b < 128 and inside[b] and lo is None:
+                lo = b
+            elif (b == 128 or not inside[b]) and lo is not None:
+                ranges.append((lo, b - 1))
+                lo = None
+        found.setdefault(CharSet(tuple(ranges)))
+        if (table[q, 0xC2:0xF5] >= 0).all():
+            found.setdefault(CharSet((*ranges, (0x80, 0x10FFFF))))
+    return list(found)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_candidates_follow_their_definition(seed):
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(1, 30)), int(rng.integers(1, 6))
+    table = rng.integers(-1, k, size=(n, 256)).astype(np.int32)
+    if seed % 3 == 0:  # one target for most bytes, as under a wide class
+        table[:, :128] = np.where(rng.random((n, 128)) < 0.7, 2, table[:, :128])
+    if seed % 5 == 0:  # every lead byte alive
+        table[:, 0xC2:0xF5] = 1
+    for min_bytes in (1, 8, 40):
+        expected = _candidates_one_state_at_a_time(table, min_bytes)
+        assert candidate_classes(table, min_bytes) == expected
+
+
 PATTERNS = [
     '"[^"]*"',  # a loop
     '"[^"\\n]{0,3}"',  # a bounded chain: tokens longer than the room left are refused
