@@ -177,22 +177,22 @@ def _iterate(fst: pynini.Fst) -> Arcs:
 
 
 class TokenAutomaton:
-    """A composition read on input labels, its epsilon arcs removed state by
-    state on first use: ``arcs(s)`` are the non-epsilon arcs of every state
-    that s's epsilon arcs reach (sorted by label). Its states are the
-    composition's; those a reader can be in are ``token_states``: the start
-    and every target of a non-epsilon arc. ``start`` is -1 for the empty
-    language. Every state is taken as final (the composition's are: every
-    byte state is).
+    """A composition read on input labels, its epsilon arcs removed:
+    ``arcs(s)`` are the non-epsilon arcs of every state that s's epsilon
+    arcs reach. Its states are the composition's; those a reader can be in
+    are ``token_states``: the start and every target of a non-epsilon arc.
+    ``start`` is -1 for the empty language. Every state is taken as final
+    (the composition's are: every byte state is).
 
-    Done lazily because a decoder visits few of the states, and removing the
-    epsilons of all of them cost as much as the composition (the JSON object:
-    14 ms for 97,000 token arcs). A state's closure is followed a level at a
-    time with array operations (a level: one epsilon arc further; the
-    vocabulary trie's epsilon arcs form a layered graph as deep as the
-    longest token), the last small levels by a plain walk."""
+    The closures are followed a level at a time with array operations (a
+    level: one epsilon arc further; the vocabulary trie's epsilon arcs form
+    a layered graph as deep as the longest token), the last small levels by
+    a plain walk. ``eager``: for every token state at once, when built
+    (where a decoder reaches most states: pushdown automata, whose
+    configurations touch many states a step); otherwise state by state on
+    first use (regular constraints, whose decoders visit few of them)."""
 
-    def __init__(self, arcs: Arcs):
+    def __init__(self, arcs: Arcs, eager: bool = False):
         n = arcs.num_states
         self.start = int(arcs.start) if n and arcs.start >= 0 else -1
         eps = arcs.ilabel == 0
@@ -206,71 +206,105 @@ class TokenAutomaton:
         if self.start >= 0:
             reached[self.start] = True
         self.token_states = np.flatnonzero(reached)
+        self._all: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        if eager:
+            self._all = self._closures(self.token_states)
 
     def num_states(self) -> int:
         """How many states a reader can be in."""
         return len(self.token_states)
 
     def num_arcs(self) -> int:
-        """The token arcs of every state (removes every state's epsilons: for
-        figures and tests, not for decoding)."""
-        return sum(len(self.arcs(int(s))[0]) for s in self.token_states)
+        """The token arcs of every state (for figures and tests: a lazy
+        automaton removes every state's epsilons for it)."""
+        found = self._all if self._all is not None else self._closures(self.token_states)
+        return len(found[1])
 
     def arcs(self, s: int) -> tuple[np.ndarray, np.ndarray]:
         """The state's distinct (label, target) arcs, sorted by label (a
         label may lead to several states: a pushdown automaton's parentheses
         may be read at several points of its tokens)."""
-        owners = np.array([s], dtype=np.int64)
-        found_labels, found_targets = [], []
+        at = int(np.searchsorted(self.token_states, s))
+        if self._all is None or at == len(self.token_states) or self.token_states[at] != s:
+            return self._closures(np.array([s], dtype=np.int64))[1:]
+        offsets, labels, targets = self._all
+        return labels[offsets[at] : offsets[at + 1]], targets[offsets[at] : offsets[at + 1]]
+
+    def _closures(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The arcs below each of ``states``: (offsets into the arcs per
+        state, labels, targets), distinct and sorted by (state, label, target)."""
+        n = len(self._r_start) - 1
+        owners, reached = np.arange(len(states)), states
+        found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for _ in range(MAX_LEVELS):
-            lo = self._r_start[owners]
-            count = self._r_start[owners + 1] - lo
+            lo = self._r_start[reached]
+            count = self._r_start[reached + 1] - lo
             if count.any():
                 at = _ranges(lo, count)
-                found_labels.append(self._r_label[at])
-                found_targets.append(self._r_dst[at])
-            lo = self._e_start[owners]
-            count = self._e_start[owners + 1] - lo
+                found.append((np.repeat(owners, count), self._r_label[at], self._r_dst[at]))
+            lo = self._e_start[reached]
+            count = self._e_start[reached + 1] - lo
             if not count.any():
                 break
-            nxt = self._e_dst[_ranges(lo, count)]
-            owners = _distinct(nxt) if len(nxt) > len(owners) else nxt  # paths merge
-            if len(owners) <= SMALL_LEVEL:
-                walked = self._walk(owners.tolist())
-                found_labels.append(walked[0])
-                found_targets.append(walked[1])
+            grown = count.sum() > len(reached)
+            owners = np.repeat(owners, count)
+            reached = self._e_dst[_ranges(lo, count)]
+            if grown:  # where paths may merge: each (owner, state) pair once
+                pairs = _distinct(owners * n + reached)
+                owners, reached = pairs // n, pairs % n
+            if len(reached) <= SMALL_LEVEL:
+                found.append(self._walk(owners.tolist(), reached.tolist()))
                 break
-        else:  # an epsilon cycle: walk the whole closure, remembering states
-            found_labels, found_targets = [], []
-            walked = self._walk([s])
-            found_labels.append(walked[0])
-            found_targets.append(walked[1])
-        labels = np.concatenate(found_labels) if found_labels else np.zeros(0, np.int64)
-        targets = np.concatenate(found_targets) if found_targets else np.zeros(0, np.int64)
-        pairs = _distinct(labels * (len(self._r_start) - 1) + targets)  # merged paths: once
-        return np.divmod(pairs, len(self._r_start) - 1)
+        else:  # an epsilon cycle: walk the closures whole, remembering states
+            found = [self._walk(list(range(len(states))), states.tolist())]
+        if found:
+            owner, label, target = (np.concatenate(part) for part in zip(*found, strict=True))
+        else:
+            owner = label = target = np.zeros(0, dtype=np.int64)
+        width = int(label.max(initial=0)) + 1
+        if len(states) * width * n < MAX_KEY:  # one sort key per arc
+            keys = _distinct((owner * width + label) * n + target)  # merged paths: once
+            owner, rest = np.divmod(keys, width * n)
+            label, target = np.divmod(rest, n)
+        else:
+            order = np.lexsort((target, label, owner))
+            owner, label, target = owner[order], label[order], target[order]
+            new = np.ones(len(owner), dtype=bool)
+            new[1:] = (np.diff(owner) != 0) | (np.diff(label) != 0) | (np.diff(target) != 0)
+            owner, label, target = owner[new], label[new], target[new]
+        offsets = np.searchsorted(owner, np.arange(len(states) + 1))
+        return offsets, label, target
 
-    def _walk(self, todo: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The non-epsilon arcs below the given states, by depth-first walk."""
-        r_start, e_start = self._r_start, self._e_start
-        labels: list[int] = []
-        targets: list[int] = []
-        seen = set(todo)
-        while todo:
-            q = todo.pop()
+    def _walk(self, owners: list[int], todo: list[int]) -> tuple[np.ndarray, ...]:
+        """The non-epsilon arcs below the given (owner, state) pairs, by
+        depth-first walk: (owners, labels, targets)."""
+        r_start, e_start, e_dst = self._r_start, self._e_start, self._e_dst
+        out: list[tuple[int, int, int]] = []
+        stack = list(zip(owners, todo, strict=True))
+        seen = set(stack)
+        while stack:
+            owner, q = stack.pop()
             lo, hi = int(r_start[q]), int(r_start[q + 1])
-            labels += self._r_label[lo:hi].tolist()
-            targets += self._r_dst[lo:hi].tolist()
-            for nxt in self._e_dst[int(e_start[q]) : int(e_start[q + 1])].tolist():
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return np.array(labels, dtype=np.int64), np.array(targets, dtype=np.int64)
+            out += [
+                (owner, label, t)
+                for label, t in zip(
+                    self._r_label[lo:hi].tolist(), self._r_dst[lo:hi].tolist(), strict=True
+                )
+            ]
+            for nxt in e_dst[int(e_start[q]) : int(e_start[q + 1])].tolist():
+                if (owner, nxt) not in seen:
+                    seen.add((owner, nxt))
+                    stack.append((owner, nxt))
+        table = np.array(out, dtype=np.int64).reshape(-1, 3)
+        return table[:, 0], table[:, 1], table[:, 2]
 
 
 #: Below this many states, the rest of an epsilon closure is walked in Python
 #: (numpy's per-call cost would dominate the last levels: long tokens only).
 SMALL_LEVEL = 16
+#: Arcs are sorted on one integer key (state, label, target) below this
+#: bound, by three keys above it.
+MAX_KEY = 1 << 62
 #: Levels followed with arrays before a closure is taken for cyclic and walked.
 MAX_LEVELS = 4096
 

@@ -234,4 +234,4 @@ def pushdown_automaton(
     epsilon-free: arcs read tokens, wildcard groups or parentheses. Not
     determinized: a pushdown automaton's choices are resolved by the stack."""
     composed = pynini.pdt_compose(detok, pdt, parens, left_pdt=False)
-    return TokenAutomaton(fst_arcs(composed, last_use=True))
+    return TokenAutomaton(fst_arcs(composed, last_use=True), eager=True)

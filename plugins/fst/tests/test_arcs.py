@@ -95,24 +95,34 @@ def _layered(seed: int, depth: int) -> pynini.Fst:
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("depth", [3, 150])  # 150: past the vectorized levels
-def test_epsilon_removal_equals_openfsts(seed, depth):
+@pytest.mark.parametrize("eager", [False, True])
+def test_epsilon_removal_equals_openfsts(seed, depth, eager):
     fst = _layered(seed, depth)
-    tokens = TokenAutomaton(fst_arcs(fst))
+    tokens = TokenAutomaton(fst_arcs(fst), eager=eager)
     assert _same(tokens, fst)
     # the states a reader can be in: the start and the targets of labelled arcs
     labelled = {a.nextstate for s in fst.states() for a in fst.arcs(s) if a.ilabel}
     assert set(tokens.token_states.tolist()) == labelled | {fst.start()}
 
 
-def test_epsilon_removal_on_real_compositions(monkeypatch):
+@pytest.mark.parametrize("eager", [False, True])
+def test_epsilon_removal_on_real_compositions(monkeypatch, eager):
     acceptor = prefix_acceptor(parse_regex('"[a-z ]{0,6}(, [a-z]+)?"'))
     trie = pynini.union(*(pynini.cross(t, w) for t, w in _WORDS)).closure().optimize()
     composed = pynini.compose(trie, acceptor)
-    assert _same(TokenAutomaton(fst_arcs(composed)), composed)
-    monkeypatch.setattr(arcs_module, "SMALL_LEVEL", 0)  # vectorized to the end
-    assert _same(TokenAutomaton(fst_arcs(composed)), composed)
-    monkeypatch.setattr(arcs_module, "SMALL_LEVEL", 10**9)  # walked from the start
-    assert _same(TokenAutomaton(fst_arcs(composed)), composed)
+    reference = TokenAutomaton(fst_arcs(composed), eager=eager)
+    assert _same(reference, composed)
+    for name, value in [
+        ("SMALL_LEVEL", 0),  # vectorized to the end
+        ("SMALL_LEVEL", 10**9),  # walked from the start
+        ("MAX_KEY", 0),  # sorted on three keys
+    ]:
+        with monkeypatch.context() as patch:
+            patch.setattr(arcs_module, name, value)
+            tokens = TokenAutomaton(fst_arcs(composed), eager=eager)
+            for s in reference.token_states.tolist():
+                for ours, theirs in zip(tokens.arcs(s), reference.arcs(s), strict=True):
+                    assert ours.tolist() == theirs.tolist()
 
 
 _WORDS = [("a", '"'), ("b", "ab"), ("c", "a"), ("d", " a"), ("e", ", "), ("f", 'b"'), ("g", "ba")]
@@ -129,9 +139,10 @@ def test_an_epsilon_cycle_is_walked_never_looped(monkeypatch):
     assert _same(TokenAutomaton(fst_arcs(fst)), fst)  # the walk remembers its states
     monkeypatch.setattr(arcs_module, "SMALL_LEVEL", 0)  # levels only, until MAX_LEVELS
     monkeypatch.setattr(arcs_module, "MAX_LEVELS", 50)
-    tokens = TokenAutomaton(fst_arcs(fst))
-    assert _same(tokens, fst)
-    assert tokens.arcs(a)[0].tolist() == [3, 4]  # each arc once, however often reached
+    for eager in (False, True):
+        tokens = TokenAutomaton(fst_arcs(fst), eager=eager)
+        assert _same(tokens, fst)
+        assert tokens.arcs(a)[0].tolist() == [3, 4]  # each arc once, however often reached
 
 
 def test_arcs_are_distinct_and_sorted_and_the_empty_automaton():
@@ -143,9 +154,15 @@ def test_arcs_are_distinct_and_sorted_and_the_empty_automaton():
     fst.add_arc(a, pynini.Arc(1, 1, ONE, b))
     fst.add_arc(d, pynini.Arc(2, 2, ONE, c))  # the same arc again, through d
     fst.add_arc(d, pynini.Arc(2, 2, ONE, b))  # a second target for label 2
-    tokens = TokenAutomaton(fst_arcs(fst))
-    labels, targets = tokens.arcs(a)
-    assert list(zip(labels.tolist(), targets.tolist(), strict=True)) == [(1, b), (2, b), (2, c)]
-    assert tokens.num_states() == 3 and tokens.num_arcs() == 3  # a, b, c; b and c have none
+    for eager in (False, True):
+        tokens = TokenAutomaton(fst_arcs(fst), eager=eager)
+        labels, targets = tokens.arcs(a)
+        assert list(zip(labels.tolist(), targets.tolist(), strict=True)) == [
+            (1, b),
+            (2, b),
+            (2, c),
+        ]
+        assert tokens.num_states() == 3 and tokens.num_arcs() == 3  # b and c have none
+        assert [len(x) for x in tokens.arcs(d)] == [2, 2]  # not a token state, still read
     empty = TokenAutomaton(fst_arcs(pynini.Fst()))
     assert empty.start == -1 and empty.num_states() == 0 and empty.num_arcs() == 0
