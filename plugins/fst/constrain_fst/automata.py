@@ -105,8 +105,10 @@ def optimize(fsa: pynini.Fst) -> pynini.Fst:
 def to_fsa(node: Node) -> pynini.Fst:
     """The byte acceptor of a regex AST, with pynini's union, concatenation
     and closure (intersection and difference for lookarounds). Optimized
-    (``optimize``) where it is copied — under a repetition — and by the
-    caller at the top; not at every node, which cost more than it saved.
+    (``optimize``) where it is copied — under a repetition of two copies or
+    more — and by the caller at the top; not at every node, which cost more
+    than it saved, nor under an optional part (``(,"email":…)?``: 4 ms of
+    the JSON object's 21, determinized again at the top anyway).
     A repetition met twice (JSON Schema formats repeat ``[0-9A-Fa-f]{1,4}``
     dozens of times) is built once."""
     return _to_fsa(node, {})
@@ -126,6 +128,9 @@ def _to_fsa(node: Node, repeats: dict[Node, pynini.Fst]) -> pynini.Fst:
         return out
     if isinstance(node, Alt):
         return pynini.union(*(_to_fsa(o, repeats) for o in node.options))
+    if isinstance(node, Repeat) and node.max == 1:  # one copy at most: not copied,
+        inner = _to_fsa(node.node, repeats)  # so left to the top's optimization
+        return inner if node.min == 1 else pynini.union(inner, epsilon())
     if isinstance(node, Repeat):
         found = repeats.get(node)
         if found is None:
