@@ -58,7 +58,8 @@ def test_compile(benchmark, llama3, workload, name):
         ca.lower_json_schema.cache_clear()  # the core keeps lowerings: a new schema's cost
         compiled.append(_compile(backend, spec, llama3))
 
-    benchmark.pedantic(run, rounds=3, iterations=1)
+    # fsm takes seconds a round; fst's milliseconds vary more on a shared VM
+    benchmark.pedantic(run, rounds=3 if name == "fsm" else 15, iterations=1)
     benchmark.extra_info["states"] = compiled[-1].stats.states
 
 
