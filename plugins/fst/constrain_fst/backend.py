@@ -55,9 +55,11 @@ from .wildcards import (
     add_wildcard_arcs,
     byte_table,
     candidate_classes,
+    class_exclusions,
     closed_chains,
     first_chars,
     lead_chars,
+    moves,
     token_text,
     wild_chars,
     wildcard_detokenizer,
@@ -137,8 +139,11 @@ class FSTBackend(BaseBackend):
             )
         clock.lap("acceptor")
         table, calls = byte_table(acceptor)
+        moved = moves(acceptor) if calls.any() else None
         chains: dict[CharSet, tuple] = {}  # closed_chains per class, for both steps
-        classes = self._wildcard_classes(table, vocab, calls, chains) if use_wildcards else []
+        classes = (
+            self._wildcard_classes(table, vocab, calls, chains, moved) if use_wildcards else []
+        )
         utf8 = bool(use_utf8) and utf8classes.uniform(table)
         clock.lap("analysis")
         detok, wild = self._detokenizer(vocab, classes, utf8)
@@ -188,18 +193,22 @@ class FSTBackend(BaseBackend):
         vocab: Vocabulary,
         calls: np.ndarray | None = None,
         chains: dict[CharSet, tuple] | None = None,
+        moved: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> list[CharSet]:
         """The classes worth a wildcard, chosen greedily: each removes, summed
         over the states where it acts uniformly, at least 1/``WILD_SHARE`` of
         the vocabulary in token arcs beyond what the classes before it remove
         (at most ``MAX_CLASSES``). ``chains`` receives each candidate's
-        ``closed_chains``."""
+        ``closed_chains``, continued through the states with ``calls``
+        (a pushdown automaton's; ``moved``: their arcs) only where those
+        cannot be followed by the class (``class_exclusions``)."""
         options = []
         for charset in candidate_classes(table):
             count = int(np.count_nonzero(self._wild_chars(vocab, charset)[0]))
             if count * WILD_SHARE < vocab.size:
                 continue
-            found = closed_chains(table, charset, calls)
+            exclude = class_exclusions(table, charset, calls, moved) if moved else calls
+            found = closed_chains(table, charset, exclude)
             if chains is not None:
                 chains[charset] = found
             closed, _, nxt = found

@@ -217,6 +217,39 @@ def byte_table(acceptor: pynini.Fst) -> tuple[np.ndarray, np.ndarray]:
     return table, other
 
 
+def moves(acceptor: pynini.Fst) -> tuple[np.ndarray, np.ndarray]:
+    """The (source, target) of the acceptor's arcs that read neither a byte
+    nor the end marker: a pushdown automaton's calls and returns."""
+    arcs = fst_arcs(acceptor)
+    other = ((arcs.ilabel < 1) | (arcs.ilabel > 256)) & (arcs.ilabel != END)
+    return arcs.source[other], arcs.target[other]
+
+
+def class_exclusions(
+    table: np.ndarray, charset: CharSet, calls: np.ndarray | None, moves
+) -> np.ndarray | None:
+    """The states where a token in the middle of characters of ``charset``
+    might take a call or return: those with such moves (``calls``) from
+    which, through moves alone (the stack ignored: more, never fewer), a
+    state that reads a first byte of the class is reached. Elsewhere the
+    moves cannot be followed by the token's next character, so the state
+    may continue a closed chain (``closed_chains``' ``exclude``): a name's
+    last state, say, whose returns lead to ``(``, ``;`` or spaces only."""
+    if calls is None or not calls.any():
+        return calls
+    src, dst = moves
+    readable = np.zeros(table.shape[0], dtype=bool)
+    for lo, hi in {seq[0] for seq in utf8_sequences(charset)}:
+        readable |= (table[:, lo : hi + 1] >= 0).any(axis=1)
+    after = np.zeros(table.shape[0], dtype=bool)  # a reading state reached by moves
+    while True:
+        grown = np.zeros_like(after)
+        grown[src[readable[dst] | after[dst]]] = True
+        if (grown == after).all():
+            return calls & after
+        after = grown
+
+
 def closed_states(
     table: np.ndarray, charset: CharSet, exclude: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -4,10 +4,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from constrain_conformance import checks, corpus, paths
 
 import constrain_api as ca
+from constrain_api.automata import CharSet
 
 KEYWORDS = corpus.KEYWORDS_GRAMMAR
 NESTED = corpus.NESTED_LIST_GRAMMAR
@@ -131,5 +133,49 @@ def test_json_grammar_on_llama3(naive):
     assert compiled.stats.extra["wildcard_classes"] >= 1
     docs = ['{"a": [1, 2.5, {"b": null}], "c": "x y"}']
     for path in _paths(vocab, oracle, docs, "llama3", count=1):
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, result.describe(vocab)
+
+
+ADJACENT = 'start: w "if"\nw: /[a-z]+/'  # a word's last state returns to letters read one by one
+SEPARATED = 'start: w ";" w\nw: /[a-z]+/'  # ... into ";" only
+
+
+def _exclusions(grammar: str):
+    from constrain_fst.pushdown import Network
+    from constrain_fst.wildcards import byte_table, class_exclusions, moves
+
+    network = Network(ca.lower_grammar(ca.Grammar(grammar), backend="fst"), "fst", 10_000)
+    acceptor = network.pdt()[0]
+    table, calls = byte_table(acceptor)
+    letters = CharSet.range("a", "z")
+    return calls, class_exclusions(table, letters, calls, moves(acceptor)), table
+
+
+def test_a_chain_continues_through_returns_the_class_cannot_follow():
+    calls, excluded, table = _exclusions(SEPARATED)
+    looping = np.flatnonzero((table[:, ord("a")] >= 0) & calls)  # inside a word, may return
+    assert len(looping) and not excluded[looping].any()
+    calls, excluded, table = _exclusions(ADJACENT)
+    first_word = np.flatnonzero((table[:, ord("a")] >= 0) & calls)
+    assert excluded[first_word].any()  # its return leads to the second word's letters
+
+
+@pytest.mark.parametrize("grammar", [ADJACENT, SEPARATED, 'start: w (" " w)*\nw: /[a-z]+/'])
+def test_words_through_returns_are_exact(grammar, naive):
+    """Tokens of several letters read by wildcards through a word's last
+    state: where letters may follow its return (``if``), a token must be
+    able to end the word in its middle (``abif``), so the wildcard chain
+    may not continue there."""
+    words = ["ab;", ";", "c;b", " ", " ab", "a b", "<eos>"]
+    letters = [a + b + c for a in "abfi" for b in "abfi" for c in "abfi"]
+    letters += [a + b for a in "abfi" for b in "abfi"] + list("abfi") + ["abif", "bbif"]
+    tokens = sorted(set(words + letters))
+    vocab = ca.Vocabulary.from_list(tokens, eos=["<eos>"], special=["<eos>"])
+    spec = ca.Grammar(grammar)
+    compiled, oracle = ca.get("fst").compile(spec, vocab), naive.compile(spec, vocab)
+    if grammar != ADJACENT:  # there, no state is closed for the letters
+        assert compiled.stats.extra["wildcard_classes"] >= 1  # the wildcard path is taken
+    for path in paths.sample_paths(vocab, oracle, [], grammar, random_count=12, max_len=6):
         result = checks.compare_masks(compiled, oracle, path)
         assert result.exact, result.describe(vocab)
