@@ -235,17 +235,28 @@ class FSTBackend(BaseBackend):
         covered at a state closed for one of the classes it is wild for or
         starts in (spelled by wildcards, then a short rest in bytes), or,
         spelled by head, where its (ASCII) first character leads to a state
-        closed for a class its rest is wild for."""
+        closed for a class its rest is wild for.
+
+        The tokens of one kind spelled in bytes from several states whose
+        (ASCII) first byte leads to one same state are counted once: past
+        that byte the composition's pairs (trie node, byte state) are the
+        same, and OpenFst builds them once (a JSON string of at most 400
+        characters: 400 wide states whose quote, backslash and control
+        characters lead to a handful of states)."""
         wide_states = np.flatnonzero((table >= 0).sum(axis=1) >= WIDE)
         estimate = 0
         if len(wide_states):
             kinds, counts = self._token_kinds(vocab, wild)
             wild_sets, head_sets, lead_sets, first = kinds.T
+            walks = []  # (kind, state after the first byte) pairs
             for q in wide_states.tolist():
-                after = table[q, np.minimum(first, 127)]  # the state after the first byte
+                after = table[q, first]  # the state after the first byte
                 strict = np.where((first < 128) & (after >= 0), strict_for[after], 0)
                 covered = ((wild_sets | lead_sets) & closed_for[q]) | (head_sets & strict)
-                estimate += int(counts[covered == 0].sum())
+                rows = np.flatnonzero((covered == 0) & (after >= 0))  # a dead byte: no walk
+                walks.append(rows * len(table) + after[rows])
+            found = np.unique(np.concatenate(walks))
+            estimate = int(counts[found // len(table)].sum())
         if estimate > max_arcs:
             raise CompileLimitExceeded(
                 "max_composed_arcs",
@@ -258,8 +269,8 @@ class FSTBackend(BaseBackend):
 
     def _token_kinds(self, vocab: Vocabulary, wild: Wildcards) -> tuple[np.ndarray, np.ndarray]:
         """The normal tokens counted by (classes wild for, classes the rest is
-        wild for, classes spelled by lead, first byte if ASCII else 128): the
-        rows and their counts (kept per vocabulary and class set)."""
+        wild for, classes spelled by lead, first byte): the rows and their
+        counts (kept per vocabulary and class set)."""
         key = (vocab.fingerprint, wild.classes, wild.utf8_classes)
         found = self._kinds.get(key)
         if found is not None:
@@ -273,8 +284,9 @@ class FSTBackend(BaseBackend):
             head_sets |= (wild.tails[k] > 0).astype(np.int64) << k
             if wild.lead_group_of is not None:
                 lead_sets |= (wild.lead_group_of[k] > 0).astype(np.int64) << k
-        first = first_chars(self._token_text(vocab)).astype(np.int64)
-        first = np.where((first >= 0) & (first < 128), first, 128)
+        tokens = vocab.tokens
+        first = np.zeros(vocab.size, dtype=np.int64)
+        first[normal] = np.frombuffer(b"".join(tokens[t][:1] for t in normal.tolist()), np.uint8)
         # one integer per token (np.unique over rows sorts far slower): the
         # three class sets, MAX_CLASSES bits each, then the first byte
         bits = MAX_CLASSES

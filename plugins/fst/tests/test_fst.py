@@ -112,7 +112,31 @@ def test_refusals_and_limits(fst):
         fst.compile(ca.Regex("a"), vocab, k=1)
     # '.' before 'foo' is not uniform ('f' goes elsewhere): no wildcard covers it
     with pytest.raises(ca.CompileLimitExceeded, match="no wildcard class covers"):
-        fst.compile(ca.Regex(".*foo"), vocab, max_composed_arcs=vocab.size // 2)
+        fst.compile(ca.Regex(".*foo"), vocab, max_composed_arcs=20)
+
+
+def test_the_composition_estimate_counts_a_shared_walk_once(fst):
+    """Tokens spelled in bytes from two wide states whose first byte leads to
+    one same state share the composition's pairs past that byte: counted
+    once; where the first byte leads to different states, twice."""
+    vocab = small_vocabulary()
+    wild = fst._detokenizer(vocab)[1]  # no wildcard classes: every token in bytes
+    none = np.zeros(3, dtype=np.int32)
+
+    def estimate(table):
+        with pytest.raises(ca.CompileLimitExceeded) as e:
+            fst._check_composition(table, none, none, wild, vocab, 0)
+        return e.value.value
+
+    table = np.full((3, 256), -1, dtype=np.int32)
+    table[:2] = 2  # states 0 and 1: every byte to state 2
+    shared = estimate(table)
+    table[1] = 1  # state 1: every byte to itself
+    assert estimate(table) == 2 * shared
+    assert shared == len(vocab.normal_ids())  # each normal token once
+    table[1, ord("a")] = -1  # a dead first byte starts no walk
+    starting_a = sum(vocab.token_bytes(t)[:1] == b"a" for t in vocab.normal_ids().tolist())
+    assert starting_a and estimate(table) == 2 * shared - starting_a
 
 
 def test_the_detokenizer_is_built_once_per_vocabulary_and_class_set():
