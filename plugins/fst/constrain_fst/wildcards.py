@@ -166,7 +166,7 @@ def candidate_classes(table: np.ndarray, min_bytes: int = 8) -> list[CharSet]:
     """Classes read from the byte automaton: at each state, the largest set of
     ASCII bytes that lead to one same state (if it has ``min_bytes`` or more),
     alone and with every non-ASCII character added; distinct, in state order.
-    Whether a class really acts uniformly anywhere is ``closed_states``' job."""
+    Whether a class really acts uniformly anywhere is ``closed_chains``' job."""
     ascii_part = table[:, :128]
     lead_alive = (table[:, 0xC2:0xF5] >= 0).all(axis=1)
     rows = np.flatnonzero((ascii_part >= 0).sum(axis=1) >= min_bytes)
@@ -250,28 +250,22 @@ def class_exclusions(
         after = grown
 
 
-def closed_states(
+def closed_chains(
     table: np.ndarray, charset: CharSet, exclude: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(closed, next) per byte state for ``charset``: see the module docstring.
-    ``next`` is -1 where the class's characters are dead. States in
-    ``exclude`` (those with moves other than bytes: a pushdown automaton's
-    calls and returns) may start a closed chain but never continue one: a
-    token that starts there may take those moves first, and is then read
-    from where they lead; in the middle of a token it could not.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(closed where a token starts, closed in the middle of a token, next)
+    per byte state for ``charset``: see the module docstring. ``next`` is -1
+    where the class's characters are dead. States in ``exclude`` (those with
+    moves other than bytes that the class may follow: a pushdown automaton's
+    calls and returns, ``class_exclusions``) may start a closed chain but
+    never continue one: a token that starts there may take those moves
+    first, and is then read from where they lead; in the middle of a token
+    it could not.
 
     Conservative: a state where two bytes of one range of a UTF-8 sequence
     lead to different states counts as not uniform even if the walks later
     meet again (they would be spelled in bytes: slower, still exact).
     """
-    start, _, nxt = closed_chains(table, charset, exclude)
-    return start, nxt
-
-
-def closed_chains(
-    table: np.ndarray, charset: CharSet, exclude: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(closed where a token starts, closed in the middle of a token, next)."""
     n = table.shape[0]
     dead = n  # an extra row that stays dead, so -1 never indexes a real row
     padded = np.vstack([np.where(table < 0, dead, table), np.full((1, 256), dead)])

@@ -13,7 +13,7 @@ from constrain_fst.automata import prefix_acceptor
 from constrain_fst.wildcards import (
     byte_table,
     candidate_classes,
-    closed_states,
+    closed_chains,
     lead_chars,
     token_text,
     wild_chars,
@@ -93,24 +93,24 @@ def test_per_token_counts_match_a_character_by_character_reading(vocab, ranges):
         assert leads[i] == n, token
 
 
-def test_closed_states_follow_the_definition():
+def test_closed_chains_follow_the_definition():
     table, q = _start_table('[^"]*"')  # the loop state: uniform, next = itself
-    closed, nxt = closed_states(table, CharSet(((0, 0x21), (0x23, 0x10FFFF))))
+    closed, _, nxt = closed_chains(table, CharSet(((0, 0x21), (0x23, 0x10FFFF))))
     assert closed[q] and nxt[q] == q
     # mid-character states: every character of the class dies there (closed, next -1)
     mid = table[q, 0xC3]
     assert closed[mid] and nxt[mid] == -1
 
     table, q = _start_table("[a-z]b")  # uniform at the start, but 'b' alone is allowed next
-    closed, nxt = closed_states(table, CharSet.range("a", "z"))
+    closed, _, nxt = closed_chains(table, CharSet.range("a", "z"))
     assert nxt[q] >= 0 and not closed[q]
 
     table, q = _start_table("[a-z]{0,2};")  # a chain of uniform states, then only ';'
-    closed, nxt = closed_states(table, CharSet.range("a", "z"))
+    closed, _, nxt = closed_chains(table, CharSet.range("a", "z"))
     assert closed[q] and closed[nxt[q]] and closed[nxt[nxt[q]]] and nxt[nxt[nxt[q]]] == -1
 
     table, q = _start_table(".*foo")  # 'f' goes elsewhere: not uniform
-    closed, nxt = closed_states(table, CharSet.any(dotall=False))
+    closed, _, nxt = closed_chains(table, CharSet.any(dotall=False))
     assert not closed[q] and nxt[q] == -1
 
 
