@@ -224,8 +224,8 @@ class TokenAutomaton:
         """The state's distinct (label, target) arcs, sorted by label (a
         label may lead to several states: a pushdown automaton's parentheses
         may be read at several points of its tokens)."""
-        at = int(np.searchsorted(self.token_states, s))
-        if self._all is None or at == len(self.token_states) or self.token_states[at] != s:
+        at = -1 if self._all is None else int(np.searchsorted(self.token_states, s))
+        if at < 0 or at == len(self.token_states) or self.token_states[at] != s:
             return self._closures(np.array([s], dtype=np.int64))[1:]
         offsets, labels, targets = self._all
         return labels[offsets[at] : offsets[at + 1]], targets[offsets[at] : offsets[at + 1]]

@@ -46,6 +46,7 @@ from constrain_api import (
 from constrain_api.automata import CharSet, regular_node
 
 from . import diskcache, utf8classes
+from .arcs import fst_arcs
 from .automata import prefix_acceptor, token_automaton
 from .pushdown import PAREN, Network, pushdown_automaton
 from .wildcards import (
@@ -138,8 +139,9 @@ class FSTBackend(BaseBackend):
                 "max_states", max_states, acceptor.num_states(), "the byte automaton"
             )
         clock.lap("acceptor")
-        table, calls = byte_table(acceptor)
-        moved = moves(acceptor) if calls.any() else None
+        read = fst_arcs(acceptor)
+        table, calls = byte_table(read)
+        moved = moves(read) if calls.any() else None
         chains: dict[CharSet, tuple] = {}  # closed_chains per class, for both steps
         classes = (
             self._wildcard_classes(table, vocab, calls, chains, moved) if use_wildcards else []

@@ -53,7 +53,7 @@ import pynini
 
 from constrain_api.automata import CharSet, utf8_sequences
 
-from .arcs import add_arcs, fst_arcs
+from .arcs import Arcs, add_arcs, fst_arcs
 from .automata import END
 from .builder import FstBuilder, add_tries
 from .utf8classes import BYTE_LABELS
@@ -204,12 +204,13 @@ def candidate_classes(table: np.ndarray, min_bytes: int = 8) -> list[CharSet]:
     return list(found)
 
 
-def byte_table(acceptor: pynini.Fst) -> tuple[np.ndarray, np.ndarray]:
+def byte_table(acceptor: pynini.Fst | Arcs) -> tuple[np.ndarray, np.ndarray]:
     """The acceptor's transitions on bytes as an ``(n, 256)`` table (-1: dead),
-    and which states have arcs that are not bytes or the end marker."""
-    table = np.full((acceptor.num_states(), 256), -1, dtype=np.int32)
-    other = np.zeros(acceptor.num_states(), dtype=bool)
-    arcs = fst_arcs(acceptor)
+    and which states have arcs that are not bytes or the end marker (the
+    acceptor, or its arcs already read by ``fst_arcs``)."""
+    arcs = acceptor if isinstance(acceptor, Arcs) else fst_arcs(acceptor)
+    table = np.full((arcs.num_states, 256), -1, dtype=np.int32)
+    other = np.zeros(arcs.num_states, dtype=bool)
     src, label, dst = arcs.source, arcs.ilabel, arcs.target
     byte = (label >= 1) & (label <= 256)
     table[src[byte], label[byte] - 1] = dst[byte]
@@ -217,10 +218,10 @@ def byte_table(acceptor: pynini.Fst) -> tuple[np.ndarray, np.ndarray]:
     return table, other
 
 
-def moves(acceptor: pynini.Fst) -> tuple[np.ndarray, np.ndarray]:
+def moves(acceptor: pynini.Fst | Arcs) -> tuple[np.ndarray, np.ndarray]:
     """The (source, target) of the acceptor's arcs that read neither a byte
     nor the end marker: a pushdown automaton's calls and returns."""
-    arcs = fst_arcs(acceptor)
+    arcs = acceptor if isinstance(acceptor, Arcs) else fst_arcs(acceptor)
     other = ((arcs.ilabel < 1) | (arcs.ilabel > 256)) & (arcs.ilabel != END)
     return arcs.source[other], arcs.target[other]
 
@@ -583,9 +584,9 @@ def add_wildcard_arcs(
     acceptor: pynini.Fst,
     table: np.ndarray,
     wild: Wildcards,
-    exclude: np.ndarray | None = None,
-    extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-    chains: dict[CharSet, tuple] | None = None,
+    exclude: np.ndarray | None,
+    extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    chains: dict[CharSet, tuple],
 ) -> tuple[pynini.Fst, np.ndarray, np.ndarray]:
     """The byte acceptor with its W arcs (closed states), switch loops
     (states closed in the middle of a token), marker loops (states where
@@ -597,7 +598,7 @@ def add_wildcard_arcs(
     with its byte (and extra) arcs only: the token's bytes start right
     there, and a call or return first is taken before the marker instead.
     Only the markers T_V writes get arcs (``wild.marks``, ``wild.stays``);
-    ``chains`` may hold the classes' ``closed_chains`` already computed."""
+    ``chains`` holds each class's ``closed_chains``, as chosen."""
     classes = wild.classes
     n = table.shape[0]
     closed_for = np.zeros(n, dtype=np.int32)
@@ -607,8 +608,7 @@ def add_wildcard_arcs(
         found.append(extra)
     states = np.arange(n, dtype=np.int64)
     for k, charset in enumerate(classes):
-        known = (chains or {}).get(charset)
-        start, strict, nxt = known if known is not None else closed_chains(table, charset, exclude)
+        start, strict, nxt = chains[charset]
         closed_for |= start.astype(np.int32) << k
         strict_for |= strict.astype(np.int32) << k
         q = np.flatnonzero(start & (nxt >= 0))
