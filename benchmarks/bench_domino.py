@@ -45,6 +45,7 @@ def test_precompute(benchmark, llama3, grammar):
     results = []
 
     def run():
+        ca.lower.cache_clear()
         compiled = backend.compile(spec, llama3)
         tracemalloc.start()
         results.append(compiled.precompute())

@@ -8,8 +8,9 @@
 See ``docs/architecture.md`` for the layers and the protocol contracts.
 """
 
-from .automata import ByteDFA, dfa_for_predicate, parse_regex, utf8_sequences
-from .base import BaseBackend, BaseCompiled, MatcherChecker, StateChecker, rejection_reason
+from .automata import ByteDFA, parse_regex, utf8_sequences
+from .base import BaseCompiled, MatcherChecker, StateChecker, rejection_reason
+from .compiler import BaseBackend, BaseCompiler, CacheInfo, ContentCache, Options
 from .errors import (
     BackendNotFound,
     CompileLimitExceeded,
@@ -21,7 +22,15 @@ from .errors import (
 from .grammar import GrammarIR, Rule, Terminal, lower_grammar
 from .hookspecs import hookimpl
 from .jsonschema import lower_json_schema
-from .lr import LRTable, lalr_table, productive_rules
+from .lowering import (
+    ContextFree,
+    ReducedGrammar,
+    Regular,
+    dfa_for_predicate,
+    lower,
+    productive_rules,
+)
+from .lr import LRTable, Stack, lalr_table
 from .masks import (
     SpecialBits,
     TokenMask,
@@ -34,7 +43,6 @@ from .masks import (
     row_view,
 )
 from .protocols import (
-    FEATURE_BATCH_FILL,
     FEATURE_PROPOSE,
     Backend,
     Capabilities,
@@ -60,14 +68,15 @@ from .workloads import Workload
 __version__ = "0.1.0"
 
 __all__ = [
-    "FEATURE_BATCH_FILL",
     "FEATURE_PROPOSE",
     "Backend",
     "BackendInfo",
     "BackendNotFound",
     "BaseBackend",
     "BaseCompiled",
+    "BaseCompiler",
     "ByteDFA",
+    "CacheInfo",
     "Capabilities",
     "Checker",
     "Choice",
@@ -77,16 +86,22 @@ __all__ = [
     "ConstrainError",
     "Constraint",
     "ConstraintError",
+    "ContentCache",
+    "ContextFree",
     "Grammar",
     "GrammarIR",
     "JsonSchema",
     "LRTable",
     "MatcherChecker",
+    "Options",
     "PluginError",
+    "ReducedGrammar",
     "Regex",
     "Registry",
+    "Regular",
     "Rule",
     "SpecialBits",
+    "Stack",
     "StateChecker",
     "Terminal",
     "TokenMask",
@@ -108,6 +123,7 @@ __all__ = [
     "hookimpl",
     "lalr_table",
     "llama3_special_tokens",
+    "lower",
     "lower_grammar",
     "lower_json_schema",
     "parse_regex",

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
-from .errors import TokenRejected, UnsupportedConstraint
+from .errors import TokenRejected
 from .masks import SpecialBits, TokenMask, allocate_bitmask, row_view
+from .protocols import CompileStats
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .protocols import Capabilities, Checker, CompileStats
+    from .protocols import Checker
     from .specs import Constraint
     from .vocabulary import Vocabulary
 
@@ -52,10 +53,10 @@ class BaseCompiled(ABC):
     """Holds ``spec``, ``vocab``, ``stats`` and the vocabulary's special bits;
     ``fill_masks`` loops over ``fill_mask`` (override it to batch)."""
 
-    def __init__(self, spec: Constraint, vocab: Vocabulary, stats: CompileStats):
+    def __init__(self, spec: Constraint, vocab: Vocabulary, stats: CompileStats | None = None):
         self.spec = spec
         self.vocab = vocab
-        self.stats = stats
+        self.stats = stats if stats is not None else CompileStats()
         self.special_bits = SpecialBits(vocab)
 
     @abstractmethod
@@ -384,24 +385,3 @@ class MatcherChecker(ABC):
         twin.matcher = self.matcher_fork()
         twin._history = self._history.copy()
         return twin
-
-
-class BaseBackend(ABC):
-    """Checks that the spec's kind is supported before calling :meth:`build`."""
-
-    name: str
-    capabilities: Capabilities
-
-    def compile(self, spec: Constraint, vocab: Vocabulary, **options: Any) -> BaseCompiled:
-        """Compile ``spec`` for ``vocab`` (see ``Backend.compile``)."""
-        if not self.capabilities.supports(spec.kind):
-            raise UnsupportedConstraint(
-                self.name,
-                f"{spec.kind} constraints",
-                f"it compiles {', '.join(sorted(self.capabilities.kinds))}",
-            )
-        return self.build(spec, vocab, **options)
-
-    @abstractmethod
-    def build(self, spec: Constraint, vocab: Vocabulary, **options: Any) -> BaseCompiled:
-        """Compile a spec whose kind is supported."""

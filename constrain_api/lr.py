@@ -11,9 +11,10 @@ cache.
 
 Backends: ``domino`` (parser-pruned subterminal trees) and ``fsm`` (the
 Outlines paper's iterative parsing). The language is the one of
-``constrain_api.grammar``; :func:`productive_rules` reduces the rules first,
-so that every stack the parser reaches can still be completed into a
-sentence (the *viable prefix* property the masks rely on).
+``constrain_api.grammar``, reduced by ``constrain_api.lowering`` first
+(``ReducedGrammar``: only rules that derive some string), so that every
+stack the parser reaches can still be completed into a sentence (the
+*viable prefix* property the masks rely on).
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from lark.grammar import Rule as LarkRule
 from lark.grammar import Terminal as LarkTerminal
 from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
-from .errors import ConstraintError, UnsupportedConstraint
+from .errors import UnsupportedConstraint
 
-__all__ = ["END", "LRTable", "Stack", "lalr_table", "productive_rules"]
+__all__ = ["END", "LRTable", "Stack", "lalr_table"]
 
 END = "$END"
 
@@ -39,26 +40,6 @@ RuleText = tuple[str, tuple[str, ...]]  # (lhs, rhs symbol names)
 
 _UNKNOWN = object()
 _MEMO_BOUND = 1_000_000  # entries; stacks of deep nestings are many
-
-
-def productive_rules(
-    rules: Iterable[RuleText], terminals: Collection[str], start: str
-) -> list[RuleText]:
-    """The rules whose symbols all derive some string of ``terminals``
-    (terminals missing from ``terminals`` derive none). Raises
-    ``ConstraintError`` when ``start`` derives no string at all."""
-    rules = list(rules)
-    productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in rules:
-            if lhs not in productive and all(s in terminals or s in productive for s in rhs):
-                productive.add(lhs)
-                changed = True
-    if start not in productive:
-        raise ConstraintError("grammar", f"rule {start!r} derives no string")
-    return [(lhs, rhs) for lhs, rhs in rules if all(s in terminals or s in productive for s in rhs)]
 
 
 def lalr_table(

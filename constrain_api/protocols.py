@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Optional protocol extensions a backend may declare in ``Capabilities.features``.
 FEATURE_PROPOSE = "propose"  # Checker.propose(max_tokens) -> list[int], speculative drafts
-FEATURE_BATCH_FILL = "batch_fill"  # Compiled.fill_masks is faster than a loop of fill_mask
 
 
 @dataclass(frozen=True)
@@ -87,11 +86,11 @@ class Capabilities:
 
 @dataclass(frozen=True)
 class CompileStats:
-    """Cost of one compilation: wall ``seconds``, automaton ``states`` and
-    artifact ``bytes`` when the backend knows them, plus backend-specific
-    figures in ``extra`` (e.g. precomputation time, cache hit)."""
+    """Cost of one compilation: wall ``seconds`` (set by the compiler),
+    automaton ``states`` and artifact ``bytes`` when the backend knows them,
+    plus backend-specific figures in ``extra`` (e.g. precomputation time)."""
 
-    seconds: float
+    seconds: float = 0.0
     states: int | None = None
     bytes: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""constrain_api.automata.dfa_for_predicate: the automaton accepts exactly what ``holds`` does."""
+"""constrain_api.lowering.dfa_for_predicate: the automaton accepts exactly what ``holds`` does."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from constrain_api import where
-from constrain_api.automata import ByteDFA, dfa_for_predicate
+from constrain_api.automata import ByteDFA
 from constrain_api.errors import CompileLimitExceeded, UnsupportedConstraint
+from constrain_api.lowering import dfa_for_predicate
 from constrain_api.where import (
     And,
     Contains,

@@ -8,14 +8,13 @@
 * ``ByteDFA`` (``dfa``): deterministic automata over bytes — from a regex, an
   AST, strings; products, difference, complement; minimization; the
   shortest-match (prefix-free) reduction.
-* ``dfa_for_predicate`` (``predicates``): ``where`` predicates → ``ByteDFA``.
-* ``regular_node`` (``regular``): the AST of a regex, choice or regular JSON
-  schema, for backends built on automata.
+
+It knows regexes and automata only: which constraint becomes which automaton
+is ``constrain_api.lowering``'s business (it imports this, never the reverse).
 """
 
 from .dfa import DEFAULT_MAX_STATES, ByteDFA
 from .elimination import dfa_to_node, dfa_to_regex
-from .predicates import dfa_for_predicate
 from .printer import to_regex
 from .regex import (
     MAX_CODE_POINT,
@@ -35,7 +34,6 @@ from .regex import (
     repeat,
     seq,
 )
-from .regular import regular_node
 from .utf8 import ByteRangeSeq, utf8_sequences
 
 __all__ = [
@@ -53,13 +51,11 @@ __all__ = [
     "Repeat",
     "Seq",
     "alt",
-    "dfa_for_predicate",
     "dfa_to_node",
     "dfa_to_regex",
     "nullable",
     "parse_regex",
     "quantifier_modes",
-    "regular_node",
     "repeat",
     "seq",
     "to_regex",

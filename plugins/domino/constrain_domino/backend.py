@@ -26,7 +26,6 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
 
 import numpy as np
 
@@ -34,18 +33,14 @@ from constrain_api import (
     FEATURE_PROPOSE,
     BaseBackend,
     BaseCompiled,
-    ByteDFA,
+    BaseCompiler,
     Capabilities,
     CompileStats,
     LRTable,
+    Stack,
     StateChecker,
-    UnsupportedConstraint,
-    Vocabulary,
     lalr_table,
-    lower_grammar,
-    lower_json_schema,
 )
-from constrain_api.lr import Stack
 
 from .scanner import BOUNDARY, ScannerGrammar
 from .trees import SubterminalTree, TrieLists, build_tree
@@ -60,10 +55,45 @@ Config = tuple[Stack, int, int]  # (parser stack, terminal or -1 at the boundary
 State = frozenset  # of Config
 
 
+class DominoCompiler(BaseCompiler):
+    """The vocabulary's token trie as lists (``TrieLists``), shared by every
+    compilation; a constraint becomes a scanner grammar and lark's tables."""
+
+    def __init__(self, backend, vocab):
+        super().__init__(backend, vocab)
+        self.trie = TrieLists(vocab)
+
+    def compile_regular(self, language, spec, options) -> DominoCompiled:
+        """A regular language as a one-terminal grammar."""
+        dfa = language.dfa(max_states=options.max_states)
+        return self._compiled(spec, ScannerGrammar.from_dfa(dfa))
+
+    def compile_grammar(self, grammar, spec, options) -> DominoCompiled:
+        """The reduced grammar's terminals as the scanner's."""
+        reduced = grammar.reduce(max_states=options.max_states)
+        return self._compiled(spec, ScannerGrammar.from_reduced(reduced))
+
+    def _compiled(self, spec, grammar: ScannerGrammar) -> DominoCompiled:
+        lr = lalr_table(grammar.rules, grammar.names, grammar.start, backend=self.name)
+        stats = CompileStats(
+            states=sum(d.num_states for d in grammar.dfas),
+            extra={"terminals": len(grammar.names), "lr_states": lr.num_states},
+        )
+        backend = self.backend
+        return DominoCompiled(
+            spec, self.vocab, stats, grammar, lr, self.trie, backend.k, backend.mask_cache
+        )
+
+
 class DominoBackend(BaseBackend):
-    """``domino``: exact with ``k=None`` (the default); ``k=0, 1, ...`` bound the lookahead."""
+    """``domino``: exact with ``k=None`` (the default); ``k=0, 1, ...`` bound the lookahead.
+
+    Options: ``max_states`` (also per ``compile``) bounds each terminal's
+    automaton; ``mask_cache`` the masks kept per compiled constraint."""
 
     name = "domino"
+    compiler_class = DominoCompiler
+    compile_options = ("max_states",)
 
     def __init__(self, k: int | None = None, max_states: int = 100_000, mask_cache: int = 4096):
         if k is not None and (not isinstance(k, int) or k < 0):
@@ -79,46 +109,6 @@ class DominoBackend(BaseBackend):
             notes="exact (k=None)"
             if k is None
             else f"lookahead k={k}: tokens completing more than {k} terminals are dropped",
-        )
-        self._tries: dict[str, TrieLists] = {}
-        self._lock = threading.Lock()
-
-    def _trie(self, vocab: Vocabulary) -> TrieLists:
-        with self._lock:
-            trie = self._tries.get(vocab.fingerprint)
-            if trie is None:
-                trie = self._tries[vocab.fingerprint] = TrieLists(vocab)
-            return trie
-
-    def build(self, spec, vocab: Vocabulary, **options: Any) -> DominoCompiled:
-        """Compile ``spec`` (option ``max_states`` bounds each terminal's automaton)."""
-        max_states = options.pop("max_states", self.max_states)
-        if options:
-            raise TypeError(f"unknown compile options for domino: {sorted(options)}")
-        start = time.perf_counter()
-        try:
-            target = lower_json_schema(spec) if spec.kind == "json_schema" else spec
-            if target.kind == "grammar":
-                ir = lower_grammar(target, backend=self.name)
-                grammar = ScannerGrammar.from_ir(ir, max_states=max_states, backend=self.name)
-            elif target.kind == "regex":
-                grammar = ScannerGrammar.from_dfa(
-                    ByteDFA.from_regex(target.pattern, max_states=max_states)
-                )
-            else:
-                grammar = ScannerGrammar.from_dfa(
-                    ByteDFA.from_strings(o.encode("utf-8") for o in target.options)
-                )
-        except UnsupportedConstraint as e:
-            raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
-        lr = lalr_table(grammar.rules, grammar.names, grammar.start, backend=self.name)
-        stats = CompileStats(
-            time.perf_counter() - start,
-            states=sum(d.num_states for d in grammar.dfas),
-            extra={"terminals": len(grammar.names), "lr_states": lr.num_states},
-        )
-        return DominoCompiled(
-            spec, vocab, stats, grammar, lr, self._trie(vocab), self.k, self.mask_cache
         )
 
 

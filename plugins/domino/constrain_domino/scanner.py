@@ -17,12 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from constrain_api import (
-    ByteDFA,
-    GrammarIR,
-    UnsupportedConstraint,
-    productive_rules,
-)
+from constrain_api import ByteDFA, ReducedGrammar
 
 #: The position before any byte: the next byte starts a terminal.
 BOUNDARY = (-1, 0)
@@ -79,26 +74,16 @@ class ScannerGrammar:
         return cls([REGEX_TERMINAL], [dfa], rules, frozenset(), "start")
 
     @classmethod
-    def from_ir(cls, ir: GrammarIR, *, max_states: int, backend: str) -> ScannerGrammar:
-        """The grammar of ``ir`` (reduced: rules that derive no string are
-        dropped, so every viable parser stack can be completed)."""
-        dfas: dict[str, ByteDFA] = {}
-        for name, dfa in ir.terminal_dfas(max_states=max_states).items():
-            if dfa.accepts_empty():
-                raise UnsupportedConstraint(
-                    backend,
-                    f"terminal {name} matching the empty string",
-                    "the scanner needs every terminal to consume a byte",
-                )
-            if not dfa.is_empty():
-                dfas[name] = dfa
-        rules = productive_rules(((r.lhs, r.rhs) for r in ir.rules), dfas, ir.start)
-        used = {s for _, rhs in rules for s in rhs if s in dfas} | {
-            n for n in ir.ignore if n in dfas
-        }
-        names = [n for n in dfas if n in used]
-        ignore = frozenset(names.index(n) for n in ir.ignore if n in names)
-        return cls(names, [dfas[n] for n in names], rules, ignore, ir.start)
+    def from_reduced(cls, grammar: ReducedGrammar) -> ScannerGrammar:
+        """The scanner of a reduced grammar (every rule derives some string, so
+        every viable parser stack can be completed); its terminals must each
+        consume a byte (``ReducedGrammar.refuse_nullable_terminals``)."""
+        grammar.refuse_nullable_terminals("the scanner needs every terminal to consume a byte")
+        names = list(grammar.names)
+        ignore = frozenset(names.index(n) for n in grammar.ignore)
+        return cls(
+            names, [grammar.dfas[n] for n in names], list(grammar.rules), ignore, grammar.start
+        )
 
 
 def _adjacency(g: ScannerGrammar) -> tuple[list[frozenset[int]], frozenset[int]]:

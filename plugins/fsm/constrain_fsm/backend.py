@@ -20,10 +20,7 @@ by state elimination. ``Choice`` is an alternation of literals;
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
-from typing import Any
 
 import numpy as np
 import outlines_core
@@ -31,6 +28,7 @@ import outlines_core
 from constrain_api import (
     BaseBackend,
     BaseCompiled,
+    BaseCompiler,
     ByteDFA,
     Capabilities,
     CompileLimitExceeded,
@@ -38,14 +36,114 @@ from constrain_api import (
     StateChecker,
     UnsupportedConstraint,
     Vocabulary,
-    lower_grammar,
-    lower_json_schema,
+    lalr_table,
 )
-from constrain_api.automata import dfa_to_regex, regular_node, to_regex
+from constrain_api.automata import dfa_to_regex, to_regex
 
-from .grammar import GrammarChecker, GrammarIndex, grammar_table, grammar_terminals
+from .grammar import GrammarChecker, GrammarIndex, grammar_terminals
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
+
+
+class FSMCompiler(BaseCompiler):
+    """The vocabulary in outlines-core's form and the indices built over it
+    (``cache_size`` of them, keyed by pattern)."""
+
+    def __init__(self, backend, vocab):
+        super().__init__(backend, vocab)
+        self.outlines_vocabulary = _OutlinesVocabulary(vocab)
+        self._indices = self.cache("indices", backend.cache_size, sizeof=_index_size)
+
+    def compile_regular(self, language, spec, options) -> FSMCompiled:
+        """One outlines-core index of the language's portable pattern."""
+        start = time.perf_counter()
+        node = language.regex_node(max_states=options.max_states)
+        precheck = ByteDFA.from_node(node, max_states=options.max_states)
+        try:
+            pattern = to_regex(node)
+        except UnsupportedConstraint:  # no portable spelling: the automaton's own regex
+            pattern = dfa_to_regex(precheck)
+        checked = time.perf_counter()
+        if precheck.is_empty():
+            rows, index_seconds = None, 0.0
+        else:
+            rows, index_seconds = self._index(pattern)
+        _check_seconds(index_seconds, options.max_index_seconds)
+        states = rows.num_states if rows is not None else 0
+        if states > options.max_states:
+            raise CompileLimitExceeded(
+                "states", options.max_states, states, "outlines-core's index"
+            )
+        stats = CompileStats(
+            states=states,
+            extra={
+                "index_seconds": index_seconds,
+                "precheck_seconds": checked - start,
+                "pattern_chars": len(pattern),
+            },
+        )
+        return FSMCompiled(spec, self.vocab, stats, rows, self.outlines_vocabulary)
+
+    def compile_grammar(self, grammar, spec, options) -> FSMGrammarCompiled:
+        """Iterative parsing: one index per terminal, lark's LALR(1) tables."""
+        reduced = grammar.reduce(max_states=options.max_states)
+        patterns = grammar_terminals(reduced)
+        lr = lalr_table(reduced.rules, reduced.names, reduced.start, backend=self.name)
+        terminals, index_seconds = [], 0.0
+        for name in reduced.names:
+            try:
+                rows, seconds = self._index(patterns[name])
+            except UnsupportedConstraint as e:  # e.g. a terminal no token can start
+                raise UnsupportedConstraint(self.name, f"terminal {name}", e.reason) from e
+            terminals.append(rows)
+            index_seconds += seconds
+            _check_seconds(index_seconds, options.max_index_seconds)
+        states = sum(t.num_states for t in terminals)
+        if states > options.max_states:
+            raise CompileLimitExceeded(
+                "states", options.max_states, states, "outlines-core's indices of the terminals"
+            )
+        ov = self.outlines_vocabulary
+        index = GrammarIndex(
+            lr, list(reduced.names), reduced.ignore, terminals, ov.empty_row, options.mask_cache
+        )
+        stats = CompileStats(
+            states=states,
+            extra={
+                "index_seconds": index_seconds,
+                "terminals": len(reduced.names),
+                "lr_states": lr.num_states,
+            },
+        )
+        return FSMGrammarCompiled(spec, self.vocab, stats, index, ov)
+
+    def _index(self, pattern: str) -> tuple[IndexRows, float]:
+        """The index of ``pattern`` (from the cache: 0 seconds) and its build time."""
+        found = self._indices.get(pattern)
+        if found is not None:
+            return found, 0.0
+        t0 = time.perf_counter()
+        try:
+            index = outlines_core.Index(pattern, self.outlines_vocabulary.inner)
+        except ValueError as e:  # a construct or vocabulary outlines-core cannot index
+            raise UnsupportedConstraint(self.name, "regex", f"outlines-core: {e}") from None
+        rows = self._indices.put(pattern, IndexRows(index, self.outlines_vocabulary))
+        return rows, time.perf_counter() - t0
+
+
+def _check_seconds(seconds: float, bound: float | None) -> None:
+    if bound is not None and seconds > bound:
+        raise CompileLimitExceeded(
+            "index_seconds",
+            bound,
+            round(seconds, 3),
+            "outlines-core's indices took longer than allowed",
+        )
+
+
+def _index_size(rows: IndexRows) -> int:
+    """An index's packed rows built so far (outlines-core's own memory is not visible)."""
+    return sum(row.nbytes for row in rows._rows.values())
 
 
 class FSMBackend(BaseBackend):
@@ -55,10 +153,10 @@ class FSMBackend(BaseBackend):
     (checked on the core's DFA before outlines-core builds its own, which
     cannot be interrupted; for a grammar, each terminal's and their total),
     ``max_index_seconds`` fails a compilation whose indices took longer
-    (reported, as outlines-core cannot be stopped midway), ``cache_size``
-    the compiled indices kept in memory, keyed by (pattern, vocabulary
-    fingerprint), and ``mask_cache`` the grammar masks kept per compiled
-    grammar (one per set of terminal states met).
+    (reported, as outlines-core cannot be stopped midway), ``mask_cache``
+    the grammar masks kept per compiled grammar (one per set of terminal
+    states met); constructor only: ``cache_size``, the compiled indices kept
+    per vocabulary, keyed by pattern.
     """
 
     name = "fsm"
@@ -75,6 +173,8 @@ class FSMBackend(BaseBackend):
             "(plugins/fsm/README.md)"
         ),
     )
+    compiler_class = FSMCompiler
+    compile_options = ("max_states", "max_index_seconds", "mask_cache")
 
     def __init__(
         self,
@@ -86,136 +186,7 @@ class FSMBackend(BaseBackend):
         self.max_states = max_states
         self.max_index_seconds = max_index_seconds
         self.mask_cache = mask_cache
-        self._indices: OrderedDict[tuple[str, str], tuple[IndexRows, float]] = OrderedDict()
-        self._cache_size = cache_size
-        self._vocabularies: dict[str, _OutlinesVocabulary] = {}
-        self._lock = threading.Lock()
-
-    def build(self, spec, vocab: Vocabulary, **options: Any) -> BaseCompiled:
-        """Compile ``spec`` into outlines-core indices over ``vocab``."""
-        max_states = options.pop("max_states", self.max_states)
-        max_seconds = options.pop("max_index_seconds", self.max_index_seconds)
-        mask_cache = options.pop("mask_cache", self.mask_cache)
-        if options:
-            raise TypeError(f"unknown compile options for fsm: {sorted(options)}")
-        start = time.perf_counter()
-        target = spec
-        if spec.kind == "json_schema":
-            try:
-                target = lower_json_schema(spec)
-            except UnsupportedConstraint as e:
-                raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
-        if target.kind == "grammar":
-            return self._build_grammar(
-                spec, target, vocab, max_states, max_seconds, mask_cache, start
-            )
-        pattern, node = self._pattern(target)
-        precheck = ByteDFA.from_node(node, max_states=max_states)
-        if pattern is None:  # no portable spelling: the automaton's own regex
-            pattern = dfa_to_regex(precheck)
-        checked = time.perf_counter()
-        ov = self._vocabulary(vocab)
-        if precheck.is_empty():
-            rows, index_seconds = None, 0.0
-        else:
-            rows, index_seconds = self._index(pattern, ov, vocab)
-        self._check_seconds(index_seconds, max_seconds)
-        states = rows.num_states if rows is not None else 0
-        if states > max_states:
-            raise CompileLimitExceeded("states", max_states, states, "outlines-core's index")
-        stats = CompileStats(
-            time.perf_counter() - start,
-            states=states,
-            extra={
-                "index_seconds": index_seconds,
-                "precheck_seconds": checked - start,
-                "pattern_chars": len(pattern),
-            },
-        )
-        return FSMCompiled(spec, vocab, stats, rows, ov)
-
-    def _build_grammar(self, spec, target, vocab, max_states, max_seconds, mask_cache, start):
-        """Iterative parsing: one index per terminal, lark's LALR(1) tables."""
-        try:
-            ir = lower_grammar(target, backend=self.name)
-        except UnsupportedConstraint as e:
-            raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
-        patterns = grammar_terminals(ir, max_states=max_states, backend=self.name)
-        lr, names, ignore = grammar_table(ir, patterns, backend=self.name)
-        ov = self._vocabulary(vocab)
-        terminals, index_seconds = [], 0.0
-        for name in names:
-            try:
-                rows, seconds = self._index(patterns[name], ov, vocab)
-            except UnsupportedConstraint as e:  # e.g. a terminal no token can start
-                raise UnsupportedConstraint(self.name, f"terminal {name}", e.reason) from e
-            terminals.append(rows)
-            index_seconds += seconds
-            self._check_seconds(index_seconds, max_seconds)
-        states = sum(t.num_states for t in terminals)
-        if states > max_states:
-            raise CompileLimitExceeded(
-                "states", max_states, states, "outlines-core's indices of the terminals"
-            )
-        grammar = GrammarIndex(lr, names, ignore, terminals, ov.empty_row, mask_cache)
-        stats = CompileStats(
-            time.perf_counter() - start,
-            states=states,
-            extra={
-                "index_seconds": index_seconds,
-                "terminals": len(names),
-                "lr_states": lr.num_states,
-            },
-        )
-        return FSMGrammarCompiled(spec, vocab, stats, grammar, ov)
-
-    @staticmethod
-    def _check_seconds(seconds: float, bound: float | None) -> None:
-        if bound is not None and seconds > bound:
-            raise CompileLimitExceeded(
-                "index_seconds",
-                bound,
-                round(seconds, 3),
-                "outlines-core's indices took longer than allowed",
-            )
-
-    def _pattern(self, spec) -> tuple[str | None, Any]:
-        """The portable pattern (``None`` when the dialect cannot spell it)
-        and the AST; refuses what is not regular."""
-        node = regular_node(spec, backend=self.name)
-        try:
-            return to_regex(node), node
-        except UnsupportedConstraint:
-            return None, node
-
-    def _vocabulary(self, vocab: Vocabulary) -> _OutlinesVocabulary:
-        with self._lock:
-            ov = self._vocabularies.get(vocab.fingerprint)
-            if ov is None:
-                ov = self._vocabularies[vocab.fingerprint] = _OutlinesVocabulary(vocab)
-            return ov
-
-    def _index(
-        self, pattern: str, ov: _OutlinesVocabulary, vocab: Vocabulary
-    ) -> tuple[IndexRows, float]:
-        """The index of ``pattern`` (from the cache: 0 seconds) and its build time."""
-        key = (pattern, vocab.fingerprint)
-        with self._lock:
-            if key in self._indices:
-                self._indices.move_to_end(key)
-                return self._indices[key][0], 0.0
-        t0 = time.perf_counter()
-        try:
-            index = outlines_core.Index(pattern, ov.inner)
-        except ValueError as e:  # a construct or vocabulary outlines-core cannot index
-            raise UnsupportedConstraint(self.name, "regex", f"outlines-core: {e}") from None
-        rows = IndexRows(index, ov)
-        seconds = time.perf_counter() - t0
-        with self._lock:
-            self._indices[key] = (rows, seconds)
-            while len(self._indices) > self._cache_size:
-                self._indices.popitem(last=False)
-        return rows, seconds
+        self.cache_size = cache_size
 
 
 class _OutlinesVocabulary:

@@ -2,8 +2,8 @@
 chooses the terminals that may come next, and each terminal is an FSM
 indexed over the vocabulary.
 
-Compile: the grammar goes through the core (``lower_grammar``, then
-``productive_rules`` and lark's LALR(1) tables via ``lalr_table``); each
+Compile: the grammar goes through the core (``ReducedGrammar``, then
+lark's LALR(1) tables via ``lalr_table``); each
 terminal gets its own outlines-core index (cached per pattern, so grammars
 sharing ``ESCAPED_STRING`` share its index). The paper indexes, per parser
 state, the union of the FSMs of the terminals it accepts; the union of
@@ -38,15 +38,14 @@ import numpy as np
 from constrain_api import (
     ByteDFA,
     CompileLimitExceeded,
-    GrammarIR,
+    LRTable,
+    ReducedGrammar,
+    Stack,
     StateChecker,
     Terminal,
     UnsupportedConstraint,
-    lalr_table,
-    productive_rules,
 )
 from constrain_api.automata import dfa_to_regex, parse_regex, to_regex
-from constrain_api.lr import LRTable, Stack
 
 Item = tuple[Stack, int, int]  # (parser stack, terminal index, outlines-core index state)
 
@@ -67,37 +66,21 @@ def terminal_pattern(terminal: Terminal, dfa: ByteDFA) -> str:
     return dfa_to_regex(dfa)
 
 
-def grammar_terminals(ir: GrammarIR, *, max_states: int, backend: str) -> dict[str, str]:
-    """Each terminal with strings → its portable pattern (terminals with no
-    string are left out; the rules using them are dropped later)."""
+def grammar_terminals(grammar: ReducedGrammar) -> dict[str, str]:
+    """Each terminal of the reduced grammar → its portable pattern (a
+    terminal must consume a byte, or the parser could feed it forever)."""
+    grammar.refuse_nullable_terminals(
+        "a terminal must consume a byte, or the parser could feed it forever"
+    )
     patterns: dict[str, str] = {}
-    for name, dfa in ir.terminal_dfas(max_states=max_states).items():
-        if dfa.accepts_empty():
-            raise UnsupportedConstraint(
-                backend,
-                f"terminal {name} matching the empty string",
-                "a terminal must consume a byte, or the parser could feed it forever",
-            )
-        if not dfa.is_empty():
-            try:
-                patterns[name] = terminal_pattern(ir.terminals[name], dfa)
-            except CompileLimitExceeded as e:
-                raise CompileLimitExceeded(
-                    e.limit, e.bound, e.value, f"the regex of terminal {name}"
-                ) from e
+    for name in grammar.names:
+        try:
+            patterns[name] = terminal_pattern(grammar.terminals[name], grammar.dfas[name])
+        except CompileLimitExceeded as e:
+            raise CompileLimitExceeded(
+                e.limit, e.bound, e.value, f"the regex of terminal {name}"
+            ) from e
     return patterns
-
-
-def grammar_table(
-    ir: GrammarIR, patterns: dict[str, str], *, backend: str
-) -> tuple[LRTable, list[str], frozenset[str]]:
-    """lark's LALR(1) tables over the productive rules, the terminals they
-    (or ``%ignore``) use, and the ignored ones among them."""
-    rules = productive_rules(((r.lhs, r.rhs) for r in ir.rules), patterns, ir.start)
-    used = {s for _, rhs in rules for s in rhs if s in patterns}
-    ignore = frozenset(n for n in ir.ignore if n in patterns)
-    names = [n for n in patterns if n in used or n in ignore]
-    return lalr_table(rules, used, ir.start, backend=backend), names, ignore
 
 
 class ParseState:

@@ -23,7 +23,6 @@ keeps a set of (state, stack) configurations.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -34,16 +33,14 @@ import numpy as np
 from constrain_api import (
     BaseBackend,
     BaseCompiled,
+    BaseCompiler,
     Capabilities,
     CompileLimitExceeded,
     CompileStats,
     StateChecker,
-    UnsupportedConstraint,
     Vocabulary,
-    lower_grammar,
-    lower_json_schema,
 )
-from constrain_api.automata import CharSet, regular_node
+from constrain_api.automata import CharSet
 
 from . import diskcache, utf8classes
 from .arcs import fst_arcs
@@ -71,69 +68,39 @@ KINDS = frozenset({"regex", "choice", "json_schema", "grammar"})
 WIDE = 128
 #: A class becomes a wildcard when at least 1/WILD_SHARE of the vocabulary is wild for it.
 WILD_SHARE = 16
-#: Detokenizers kept per backend (each one per vocabulary and set of wildcard classes).
+#: Detokenizers kept per compiler (each one per set of wildcard classes).
 KEEP_DETOKENIZERS = 8
+#: Per-class token tables kept per compiler.
+KEEP_TABLES = 256
 
 
-class FSTBackend(BaseBackend):
-    """Koo et al.'s composition with a detokenizing transducer (regular constraints).
+class FSTCompiler(BaseCompiler):
+    """T_V per set of wildcard classes (``detokenizers``, the last
+    ``KEEP_DETOKENIZERS``), and the per-class token tables they are built from."""
 
-    Options: ``wildcards`` (default True) turns on the wildcard terminals,
-    ``utf8_classes`` (default True) the UTF-8 class groups (``utf8classes``);
-    ``max_states`` bounds the constraint's byte automaton and the token
-    automaton (``CompileLimitExceeded``); ``max_composed_arcs`` (default
-    600,000) bounds the estimated size of the composition — tokens spelled
-    byte by byte from wide states — which OpenFst cannot interrupt;
-    ``cache_dir`` (constructor only) keeps T_V on disk in OpenFst's format.
-    """
+    def __init__(self, backend: FSTBackend, vocab: Vocabulary):
+        super().__init__(backend, vocab)
+        self.cache_dir = backend.cache_dir
+        self._text: TokenText | None = None
+        self._detokenizers = self.cache("detokenizers", KEEP_DETOKENIZERS, sizeof=_fst_size)
+        self._chars = self.cache("wild_chars", KEEP_TABLES)
+        self._leads = self.cache("lead_chars", KEEP_TABLES)
+        self._kinds = self.cache("token_kinds", KEEP_DETOKENIZERS * 8)
 
-    name = "fst"
-    capabilities = Capabilities(
-        kinds=KINDS,
-        exact=KINDS,
-        notes=(
-            "regular constraints (wildcard terminals for wide classes) and grammars "
-            "without indirect left recursion (pushdown automata)"
-        ),
-    )
-
-    def __init__(
-        self,
-        max_states: int = 100_000,
-        max_composed_arcs: int = 600_000,
-        wildcards: bool = True,
-        utf8_classes: bool = True,
-        cache_dir: str | os.PathLike[str] | None = None,
-    ):
-        self.max_states = max_states
-        self.max_composed_arcs = max_composed_arcs
-        self.wildcards = wildcards
-        self.utf8_classes = utf8_classes
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
-        self._detokenizers: OrderedDict[tuple, tuple[Any, Wildcards]] = OrderedDict()
-        self._texts: dict[str, TokenText] = {}
-        self._chars: dict[tuple[str, CharSet], tuple[np.ndarray, np.ndarray]] = {}
-        self._leads: dict[tuple[str, CharSet], np.ndarray] = {}
-        self._kinds: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-        self._lock = threading.Lock()
-
-    def build(self, spec, vocab: Vocabulary, **options: Any) -> BaseCompiled:
-        """Compose the constraint's acceptor (or pushdown automaton) with T_V."""
-        max_states = options.pop("max_states", self.max_states)
-        max_arcs = options.pop("max_composed_arcs", self.max_composed_arcs)
-        use_wildcards = options.pop("wildcards", self.wildcards)
-        use_utf8 = options.pop("utf8_classes", self.utf8_classes)
-        if options:
-            raise TypeError(f"unknown compile options for fst: {sorted(options)}")
+    def compile_regular(self, language, spec, options) -> FSTCompiled:
+        """The byte acceptor of the regex AST, composed with T_V."""
         clock = _Clock()
-        target = self._lowered(spec)
-        network = None
-        if target.kind == "grammar":
-            network = Network(lower_grammar(target, backend=self.name), self.name, max_states)
-        if network is None:
-            acceptor = prefix_acceptor(regular_node(target, backend=self.name))
-        else:
-            acceptor, parens, closes = network.pdt()
+        acceptor = prefix_acceptor(language.regex_node(max_states=options.max_states))
+        return self._compose(spec, options, clock, acceptor)
+
+    def compile_grammar(self, grammar, spec, options) -> PushdownCompiled:
+        """The reduced grammar's pushdown automaton, composed with T_V."""
+        clock = _Clock()
+        network = Network(grammar.reduce(max_states=options.max_states), options.max_states)
+        return self._compose(spec, options, clock, *network.pdt())
+
+    def _compose(self, spec, options, clock, acceptor, parens=None, closes=None):
+        vocab, max_states = self.vocab, options.max_states
         if acceptor.num_states() > max_states:
             raise CompileLimitExceeded(
                 "max_states", max_states, acceptor.num_states(), "the byte automaton"
@@ -143,20 +110,20 @@ class FSTBackend(BaseBackend):
         table, calls = byte_table(read)
         moved = moves(read) if calls.any() else None
         chains: dict[CharSet, tuple] = {}  # closed_chains per class, for both steps
-        classes = (
-            self._wildcard_classes(table, vocab, calls, chains, moved) if use_wildcards else []
-        )
-        utf8 = bool(use_utf8) and utf8classes.uniform(table)
+        classes = self._wildcard_classes(table, calls, chains, moved) if options.wildcards else []
+        utf8 = bool(options.utf8_classes) and utf8classes.uniform(table)
         clock.lap("analysis")
-        detok, wild = self._detokenizer(vocab, classes, utf8)
+        detok, wild = self.detokenizer(classes, utf8)
         clock.lap("detokenizer")
         intervals = utf8classes.class_arcs(table) if utf8 else None
         acceptor, closed_for, strict_for = add_wildcard_arcs(
             acceptor, table, wild, calls, intervals, chains
         )
-        wide = self._check_composition(table, closed_for, strict_for, wild, vocab, max_arcs)
+        wide = self._check_composition(
+            table, closed_for, strict_for, wild, options.max_composed_arcs
+        )
         clock.lap("analysis")
-        if network is None:
+        if parens is None:
             automaton = token_automaton(detok, acceptor)
         else:
             automaton = pushdown_automaton(detok, acceptor, parens)
@@ -166,7 +133,6 @@ class FSTBackend(BaseBackend):
             )
         clock.lap("composition")
         stats = CompileStats(
-            clock.total(),
             states=automaton.num_states(),
             extra={
                 **clock.laps,
@@ -176,23 +142,13 @@ class FSTBackend(BaseBackend):
                 "utf8_classes": utf8,
             },
         )
-        if network is None:
+        if parens is None:
             return FSTCompiled(spec, vocab, stats, automaton, wild)
         return PushdownCompiled(spec, vocab, stats, automaton, wild, closes)
-
-    def _lowered(self, spec):
-        """A JSON schema's lowering (a regex or a grammar); other specs as they are."""
-        if spec.kind != "json_schema":
-            return spec
-        try:
-            return lower_json_schema(spec)
-        except UnsupportedConstraint as e:
-            raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
 
     def _wildcard_classes(
         self,
         table: np.ndarray,
-        vocab: Vocabulary,
         calls: np.ndarray | None = None,
         chains: dict[CharSet, tuple] | None = None,
         moved: tuple[np.ndarray, np.ndarray] | None = None,
@@ -206,8 +162,8 @@ class FSTBackend(BaseBackend):
         cannot be followed by the class (``class_exclusions``)."""
         options = []
         for charset in candidate_classes(table):
-            count = int(np.count_nonzero(self._wild_chars(vocab, charset)[0]))
-            if count * WILD_SHARE < vocab.size:
+            count = int(np.count_nonzero(self._wild_chars(charset)[0]))
+            if count * WILD_SHARE < self.vocab.size:
                 continue
             exclude = class_exclusions(table, charset, calls, moved) if moved else calls
             found = closed_chains(table, charset, exclude)
@@ -222,16 +178,14 @@ class FSTBackend(BaseBackend):
         while options and len(chosen) < MAX_CLASSES:
             gains = [int(np.maximum(saved - covered, 0).sum()) for _, saved in options]
             best = int(np.argmax(gains))
-            if gains[best] * WILD_SHARE < vocab.size:
+            if gains[best] * WILD_SHARE < self.vocab.size:
                 break
             charset, saved = options.pop(best)
             chosen.append(charset)
             covered = np.maximum(covered, saved)
         return chosen
 
-    def _check_composition(
-        self, table, closed_for, strict_for, wild: Wildcards, vocab, max_arcs
-    ) -> int:
+    def _check_composition(self, table, closed_for, strict_for, wild: Wildcards, max_arcs) -> int:
         """Raise before OpenFst starts if wide states would spell too many
         tokens in bytes; returns the number of wide states. A token counts as
         covered at a state closed for one of the classes it is wild for or
@@ -248,7 +202,7 @@ class FSTBackend(BaseBackend):
         wide_states = np.flatnonzero((table >= 0).sum(axis=1) >= WIDE)
         estimate = 0
         if len(wide_states):
-            kinds, counts = self._token_kinds(vocab, wild)
+            kinds, counts = self._token_kinds(wild)
             wild_sets, head_sets, lead_sets, first = kinds.T
             walks = []  # (kind, state after the first byte) pairs
             for q in wide_states.tolist():
@@ -269,14 +223,15 @@ class FSTBackend(BaseBackend):
             )
         return len(wide_states)
 
-    def _token_kinds(self, vocab: Vocabulary, wild: Wildcards) -> tuple[np.ndarray, np.ndarray]:
+    def _token_kinds(self, wild: Wildcards) -> tuple[np.ndarray, np.ndarray]:
         """The normal tokens counted by (classes wild for, classes the rest is
         wild for, classes spelled by lead, first byte): the rows and their
         counts (kept per vocabulary and class set)."""
-        key = (vocab.fingerprint, wild.classes, wild.utf8_classes)
+        key = (wild.classes, wild.utf8_classes)
         found = self._kinds.get(key)
         if found is not None:
             return found
+        vocab = self.vocab
         normal = vocab.normal_ids()
         wild_sets = np.zeros(vocab.size, dtype=np.int64)
         lead_sets = np.zeros(vocab.size, dtype=np.int64)
@@ -304,71 +259,95 @@ class FSTBackend(BaseBackend):
             ],
             axis=1,
         )
-        found = (rows, counts)
-        if len(self._kinds) >= KEEP_DETOKENIZERS * 8:  # one per class set met: bounded
-            self._kinds.clear()
-        self._kinds[key] = found
-        return found
+        return self._kinds.put(key, (rows, counts))
 
-    def _token_text(self, vocab: Vocabulary) -> TokenText:
-        with self._lock:
-            text = self._texts.get(vocab.fingerprint)
-            if text is None:
-                text = self._texts[vocab.fingerprint] = token_text(vocab)
-            return text
+    def token_text(self) -> TokenText:
+        """The vocabulary's tokens as text (decoded once)."""
+        if self._text is None:
+            self._text = token_text(self.vocab)
+        return self._text
 
-    def _wild_chars(self, vocab: Vocabulary, charset: CharSet) -> tuple[np.ndarray, np.ndarray]:
-        key = (vocab.fingerprint, charset)
-        found = self._chars.get(key)
-        if found is None:
-            found = self._chars[key] = wild_chars(self._token_text(vocab), charset)
-        return found
+    def _wild_chars(self, charset: CharSet) -> tuple[np.ndarray, np.ndarray]:
+        return self._chars.get_or_build(charset, lambda: wild_chars(self.token_text(), charset))
 
-    def _lead_chars(self, vocab: Vocabulary, charset: CharSet) -> np.ndarray:
-        key = (vocab.fingerprint, charset)
-        found = self._leads.get(key)
-        if found is None:
-            found = self._leads[key] = lead_chars(self._token_text(vocab), charset)
-        return found
+    def _lead_chars(self, charset: CharSet) -> np.ndarray:
+        return self._leads.get_or_build(charset, lambda: lead_chars(self.token_text(), charset))
 
-    def _wildcard_tables(self, vocab: Vocabulary, classes) -> dict[str, Any]:
+    def wildcard_tables(self, classes) -> dict[str, Any]:
         """``wildcard_detokenizer``'s per-class counts and first characters."""
-        found = [self._wild_chars(vocab, c) for c in classes]
+        found = [self._wild_chars(c) for c in classes]
         return {
             "chars": [f[0] for f in found],
             "tails": [f[1] for f in found],
-            "leads": [self._lead_chars(vocab, c) for c in classes],
-            "first": first_chars(self._token_text(vocab)),
+            "leads": [self._lead_chars(c) for c in classes],
+            "first": first_chars(self.token_text()),
         }
 
-    def _detokenizer(
-        self, vocab: Vocabulary, classes=(), utf8: bool = False
-    ) -> tuple[Any, Wildcards]:
+    def detokenizer(self, classes=(), utf8: bool = False) -> tuple[Any, Wildcards]:
         """T_V (with wildcard spellings for ``classes``, UTF-8 class groups if
         ``utf8``), built once and kept in memory, and on disk under
         ``cache_dir`` when one is given."""
-        key = (vocab.fingerprint, tuple(classes), utf8)
-        with self._lock:
-            found = self._detokenizers.get(key)
-            if found is not None:
-                self._detokenizers.move_to_end(key)
-                return found
-        found = None
+        key = (tuple(classes), utf8)
+        found = self._detokenizers.get(key)
+        if found is not None:
+            return found
+        vocab = self.vocab
         if self.cache_dir is not None:
             found = diskcache.load(
                 self.cache_dir, vocab.fingerprint, tuple(classes), utf8, vocab.size
             )
         if found is None:
             found = wildcard_detokenizer(
-                vocab, classes, **self._wildcard_tables(vocab, classes), utf8_classes=utf8
+                vocab, classes, **self.wildcard_tables(classes), utf8_classes=utf8
             )
             if self.cache_dir is not None:
                 diskcache.store(self.cache_dir, vocab.fingerprint, *found, vocab.size)
-        with self._lock:
-            self._detokenizers[key] = found
-            while len(self._detokenizers) > KEEP_DETOKENIZERS:
-                self._detokenizers.popitem(last=False)
-        return found
+        return self._detokenizers.put(key, found)
+
+
+def _fst_size(found: tuple[Any, Wildcards]) -> int:
+    """T_V's bytes, estimated from its arcs (16 bytes each in OpenFst's const format)."""
+    detok = found[0]
+    return 16 * sum(detok.num_arcs(s) for s in detok.states())
+
+
+class FSTBackend(BaseBackend):
+    """Koo et al.'s composition with a detokenizing transducer (regular constraints).
+
+    Options: ``wildcards`` (default True) turns on the wildcard terminals,
+    ``utf8_classes`` (default True) the UTF-8 class groups (``utf8classes``);
+    ``max_states`` bounds the constraint's byte automaton and the token
+    automaton (``CompileLimitExceeded``); ``max_composed_arcs`` (default
+    600,000) bounds the estimated size of the composition — tokens spelled
+    byte by byte from wide states — which OpenFst cannot interrupt;
+    ``cache_dir`` (constructor only) keeps T_V on disk in OpenFst's format.
+    """
+
+    name = "fst"
+    capabilities = Capabilities(
+        kinds=KINDS,
+        exact=KINDS,
+        notes=(
+            "regular constraints (wildcard terminals for wide classes) and grammars "
+            "without indirect left recursion (pushdown automata)"
+        ),
+    )
+    compiler_class = FSTCompiler
+    compile_options = ("max_states", "max_composed_arcs", "wildcards", "utf8_classes")
+
+    def __init__(
+        self,
+        max_states: int = 100_000,
+        max_composed_arcs: int = 600_000,
+        wildcards: bool = True,
+        utf8_classes: bool = True,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ):
+        self.max_states = max_states
+        self.max_composed_arcs = max_composed_arcs
+        self.wildcards = wildcards
+        self.utf8_classes = utf8_classes
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
 
 
 class _Clock:
@@ -383,9 +362,6 @@ class _Clock:
         key = f"{phase}_seconds"
         self.laps[key] = self.laps.get(key, 0.0) + now - self.last
         self.last = now
-
-    def total(self) -> float:
-        return self.last - self.start
 
 
 class StateInfo:

@@ -1,6 +1,7 @@
 """Grammars as pushdown automata (Koo et al. §4).
 
-A grammar (the core's ``GrammarIR``) becomes a recursive transition network
+A grammar (the core's ``ReducedGrammar``: every rule derives some string)
+becomes a recursive transition network
 over bytes: one acceptor per non-terminal whose arcs read bytes (its
 terminals' DFAs, each preceded by any number of ``%ignore``d terminals) or
 *call* another non-terminal. Assembled into one FST, a call arc p → r to B
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import pynini
 
-from constrain_api import ByteDFA, CompileLimitExceeded, GrammarIR, UnsupportedConstraint
+from constrain_api import ByteDFA, CompileLimitExceeded, ReducedGrammar, UnsupportedConstraint
 
 from .arcs import TokenAutomaton, fst_arcs
 from .automata import END, ONE, epsilon, label_acceptor, optimize
@@ -55,22 +56,19 @@ def dfa_acceptor(dfa: ByteDFA) -> pynini.Fst:
 class Network:
     """The recursive transition network of a grammar, then its PDT."""
 
-    def __init__(self, ir: GrammarIR, backend: str, max_states: int) -> None:
-        self.backend = backend
+    def __init__(self, grammar: ReducedGrammar, max_states: int) -> None:
         self.max_states = max_states
-        dfas = ir.terminal_dfas(max_states=max_states)
-        self.terminals = {name: dfa_acceptor(d) for name, d in dfas.items() if d.num_states}
-        rules = _productive(ir, set(self.terminals))
-        self.empty = ir.start not in rules
-        self.rules = _reachable(rules, ir.start) if not self.empty else {}
-        if not self.empty:  # the root calls start, then reads the end marker
-            self.rules[ROOT] = [(ir.start,)]
+        self.terminals = {name: dfa_acceptor(grammar.dfas[name]) for name in grammar.names}
+        self.rules: dict[str, list[tuple[str, ...]]] = {}
+        for lhs, rhs in grammar.rules:
+            self.rules.setdefault(lhs, []).append(rhs)
+        self.rules[ROOT] = [(grammar.start,)]  # calls start, then reads the end marker
         self.names = list(self.rules)
         self.index = {name: i for i, name in enumerate(self.names)}
-        ignore = [self.terminals[n] for n in ir.ignore if n in self.terminals]
+        ignore = [self.terminals[n] for n in grammar.names if n in grammar.ignore]
         self.ignore = optimize(pynini.closure(pynini.union(*ignore))) if ignore else epsilon()
         self.acceptors = {name: self._acceptor(name) for name in self.names}
-        self._refuse_left_recursion(_nullable(self.rules, dfas))
+        self._refuse_left_recursion(_nullable(self.rules, grammar.nullable))
 
     def _sequence(self, symbols: tuple[str, ...]) -> pynini.Fst:
         out = epsilon()
@@ -121,7 +119,7 @@ class Network:
             if name in on_path:
                 cycle = " → ".join([*on_path[on_path.index(name) :], name])
                 raise UnsupportedConstraint(
-                    self.backend,
+                    "fst",
                     f"left recursion {cycle}",
                     "a pushdown automaton would call without reading; only direct "
                     "left recursion (A: A x | y) is rewritten",
@@ -142,9 +140,6 @@ class Network:
         (prefixes count); ``ROOT`` is where it starts. Returns it, the
         parentheses, and each close label's open label."""
         out = pynini.Fst()
-        if self.empty:
-            out.set_start(out.add_state())
-            return out, pynini.PdtParentheses(), {}
         offset, starts, finals = {}, {}, {}
         for name in self.names:
             fst = self.acceptors[name]
@@ -182,38 +177,8 @@ class Network:
         return out.arcsort("ilabel"), parens, closes
 
 
-def _productive(ir: GrammarIR, terminals: set[str]) -> dict[str, list[tuple[str, ...]]]:
-    """The rules whose symbols all derive some string, by non-terminal."""
-    productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for rule in ir.rules:
-            if rule.lhs not in productive and all(
-                s in terminals or s in productive for s in rule.rhs
-            ):
-                productive.add(rule.lhs)
-                changed = True
-    rules: dict[str, list[tuple[str, ...]]] = {}
-    for rule in ir.rules:
-        if rule.lhs in productive and all(s in terminals or s in productive for s in rule.rhs):
-            rules.setdefault(rule.lhs, []).append(rule.rhs)
-    return rules
-
-
-def _reachable(rules, start: str) -> dict[str, list[tuple[str, ...]]]:
-    seen, todo = {start}, [start]
-    while todo:
-        for rhs in rules.get(todo.pop(), ()):
-            for s in rhs:
-                if s in rules and s not in seen:
-                    seen.add(s)
-                    todo.append(s)
-    return {name: rhs for name, rhs in rules.items() if name in seen}
-
-
-def _nullable(rules, dfas: dict[str, ByteDFA]) -> set[str]:
-    empty = {name for name, d in dfas.items() if d.num_states and d.accepts_empty()}
+def _nullable(rules, empty: frozenset[str]) -> set[str]:
+    """The non-terminals that derive the empty string (``empty``: the terminals that match it)."""
     nullable: set[str] = set()
     changed = True
     while changed:

@@ -120,12 +120,13 @@ def test_the_composition_estimate_counts_a_shared_walk_once(fst):
     one same state share the composition's pairs past that byte: counted
     once; where the first byte leads to different states, twice."""
     vocab = small_vocabulary()
-    wild = fst._detokenizer(vocab)[1]  # no wildcard classes: every token in bytes
+    compiler = fst.compiler(vocab)
+    wild = compiler.detokenizer()[1]  # no wildcard classes: every token in bytes
     none = np.zeros(3, dtype=np.int32)
 
     def estimate(table):
         with pytest.raises(ca.CompileLimitExceeded) as e:
-            fst._check_composition(table, none, none, wild, vocab, 0)
+            compiler._check_composition(table, none, none, wild, 0)
         return e.value.value
 
     table = np.full((3, 256), -1, dtype=np.int32)
@@ -142,14 +143,19 @@ def test_the_composition_estimate_counts_a_shared_walk_once(fst):
 def test_the_detokenizer_is_built_once_per_vocabulary_and_class_set():
     backend = ca.get("fst")
     vocab = small_vocabulary()
+    compiler = backend.compiler(vocab)
     backend.compile(ca.Regex("a+"), vocab)
-    detok = backend._detokenizer(vocab)
+    detok = compiler.detokenizer()
     backend.compile(ca.Regex("b+"), vocab)
-    assert backend._detokenizer(vocab) is detok
-    classes = backend._wildcard_classes(byte_table(prefix_acceptor(parse_regex("[^x]*")))[0], vocab)
+    assert backend.compiler(vocab) is compiler and compiler.detokenizer() is detok
+    classes = compiler._wildcard_classes(byte_table(prefix_acceptor(parse_regex("[^x]*")))[0])
     assert classes
-    assert backend._detokenizer(vocab, classes) is not detok
-    assert backend._detokenizer(vocab, classes) is backend._detokenizer(vocab, classes)
+    assert compiler.detokenizer(classes) is not detok
+    assert compiler.detokenizer(classes) is compiler.detokenizer(classes)
+    info = compiler.cache_info()["detokenizers"]
+    assert info.entries >= 2 and info.nbytes > 0 and info.hits >= 3
+    compiler.clear_cache()
+    assert compiler.detokenizer() is not detok  # built anew
 
 
 def test_empty_language_allows_nothing(fst):

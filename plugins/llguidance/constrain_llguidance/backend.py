@@ -17,7 +17,6 @@ matcher never enters its sticky error state.
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import llguidance
@@ -26,19 +25,52 @@ import numpy as np
 from constrain_api import (
     BaseBackend,
     BaseCompiled,
+    BaseCompiler,
     Capabilities,
     CompileLimitExceeded,
     CompileStats,
     MatcherChecker,
     UnsupportedConstraint,
-    Vocabulary,
     allocate_bitmask,
 )
 
-from .translate import NAME, grammar_text
+from .tokenizer import llguidance_tokenizer
+from .translate import NAME, engine_json_text, grammar_text, regex_text
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
 JSON_MODES = ("engine", "lowering")
+
+
+class LLGuidanceCompiler(BaseCompiler):
+    """The vocabulary as an ``LLTokenizer``; a constraint as grammar text."""
+
+    def __init__(self, backend, vocab):
+        super().__init__(backend, vocab)
+        self.tokenizer = llguidance_tokenizer(vocab)
+
+    def compile_native(self, spec, options) -> LLGuidanceCompiled | None:
+        """A JSON schema to llguidance's own compiler (``json_schema="engine"``)."""
+        if spec.kind == "json_schema" and self.backend.json_schema == "engine":
+            return self._compiled(spec, engine_json_text(spec))
+        return None
+
+    def compile_regular(self, language, spec, options) -> LLGuidanceCompiled:
+        return self._compiled(spec, regex_text(language.regex_node()))
+
+    def compile_grammar(self, grammar, spec, options) -> LLGuidanceCompiled:
+        return self._compiled(spec, grammar_text(grammar.ir))
+
+    def _compiled(self, spec, grammar: str) -> LLGuidanceCompiled:
+        """Build the template matcher."""
+        limits = self.backend.limits
+        engine_limits = llguidance.LLParserLimits(**limits, verbose_errors=False)
+        matcher = llguidance.LLMatcher(self.tokenizer, grammar, log_level=0, limits=engine_limits)
+        if matcher.is_error():
+            raise _engine_error(matcher.get_error(), limits)
+        stats = CompileStats(
+            extra={"grammar_chars": len(grammar), "json_schema": self.backend.json_schema}
+        )
+        return LLGuidanceCompiled(spec, self.vocab, stats, matcher, limits)
 
 
 class LLGuidanceBackend(BaseBackend):
@@ -54,6 +86,7 @@ class LLGuidanceBackend(BaseBackend):
     """
 
     name = NAME
+    compiler_class = LLGuidanceCompiler
 
     def __init__(
         self,
@@ -81,32 +114,6 @@ class LLGuidanceBackend(BaseBackend):
                 "compiler (json_schema='lowering' for the core's language)"
             ),
         )
-        self._tokenizers: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def build(self, spec, vocab: Vocabulary, **options: Any) -> BaseCompiled:
-        """Translate ``spec`` and build the template matcher."""
-        if options:
-            raise TypeError(f"unknown compile options for llguidance: {sorted(options)}")
-        start = time.perf_counter()
-        grammar = grammar_text(spec, self.json_schema)
-        tokenizer = self._tokenizer(vocab)
-        limits = llguidance.LLParserLimits(**self.limits, verbose_errors=False)
-        matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0, limits=limits)
-        if matcher.is_error():
-            raise _engine_error(matcher.get_error(), self.limits)
-        stats = CompileStats(
-            time.perf_counter() - start,
-            extra={"grammar_chars": len(grammar), "json_schema": self.json_schema},
-        )
-        return LLGuidanceCompiled(spec, vocab, stats, matcher, self.limits)
-
-    def _tokenizer(self, vocab: Vocabulary) -> Any:
-        with self._lock:
-            tokenizer = self._tokenizers.get(vocab.fingerprint)
-            if tokenizer is None:
-                tokenizer = self._tokenizers[vocab.fingerprint] = _tokenizer_for(vocab)
-            return tokenizer
 
 
 def _engine_error(message: str, limits: dict) -> Exception:
@@ -125,37 +132,6 @@ def _engine_error(message: str, limits: dict) -> Exception:
     if "too many" in first or "limit exceeded" in first:
         return CompileLimitExceeded("step_max_items", limits["step_max_items"], None, message)
     return UnsupportedConstraint(NAME, "constraint", f"llguidance: {message}")
-
-
-class _WrappedVocabulary:
-    """What ``llguidance.TokenizerWrapper`` reads: token bytes (special tokens
-    as ``0xFF`` + name, llguidance's marking), EOS, and the vocabulary's own
-    encoder, which llguidance calls only to tokenize forced text — turned off
-    by ``no_forcing`` — so it never decides a mask."""
-
-    def __init__(self, vocab: Vocabulary):
-        self.eos_token_id = vocab.eos_id if vocab.eos_ids else None
-        self.bos_token_id = None
-        self.special_token_ids = sorted(vocab.special_ids)
-        self.tokens = [
-            b"\xff" + vocab.token_name(i).encode() if vocab.is_special(i) else vocab.token_bytes(i)
-            for i in range(vocab.size)
-        ]
-        self._vocab = vocab
-
-    def __call__(self, text: str | bytes) -> list[int]:
-        if not self._vocab.has_encoder:
-            raise RuntimeError(f"vocabulary {self._vocab.name!r} has no encoder")
-        return self._vocab.encode(text if isinstance(text, str) else text.decode(), check=False)
-
-
-def _tokenizer_for(vocab: Vocabulary) -> Any:
-    """An ``LLTokenizer`` over the vocabulary's exact bytes."""
-    return llguidance.LLTokenizer(
-        llguidance.TokenizerWrapper(_WrappedVocabulary(vocab)),
-        n_vocab=vocab.size,
-        eos_token=sorted(vocab.eos_ids) or None,
-    )
 
 
 class LLGuidanceCompiled(BaseCompiled):

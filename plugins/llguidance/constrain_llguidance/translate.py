@@ -1,7 +1,7 @@
 """Constraints → the grammar text llguidance's ``LLMatcher`` compiles.
 
 * ``Regex``, ``Choice`` and regular JSON schemas: the core's AST
-  (``regular_node``) printed in the core's portable dialect (``to_regex``),
+  (``Regular.node``) printed in the core's portable dialect (``to_regex``),
   which llguidance's Rust regex syntax reads as Python ``re`` does, then
   ``LLMatcher.grammar_from_regex``.
 * ``Grammar``: the core's ``GrammarIR`` (lark's own loader already expanded
@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from constrain_api import GrammarIR, UnsupportedConstraint, lower_grammar, lower_json_schema
-from constrain_api.automata import dfa_to_regex, parse_regex, regular_node, to_regex
+from constrain_api import GrammarIR, UnsupportedConstraint
+from constrain_api.automata import Node, dfa_to_regex, parse_regex, to_regex
 
 NAME = "llguidance"
 
@@ -36,16 +36,19 @@ NAME = "llguidance"
 OPTIONS = '%llguidance {"no_forcing": true, "allow_initial_skip": true}\n'
 
 
-def grammar_text(spec: Any, json_schema: str) -> str:
-    """The llguidance grammar (Lark dialect) for ``spec``."""
-    if spec.kind == "json_schema":
-        if json_schema == "engine":
-            return OPTIONS + f"start: %json {_engine_json(spec)}\n"
-        spec = lower_json_schema(spec)
-    if spec.kind == "grammar":
-        return OPTIONS + lark_text(lower_grammar(spec, backend=NAME))
-    pattern = to_regex(regular_node(spec, backend=NAME))
-    return OPTIONS + f"start: /{_slashed(pattern)}/\n"
+def regex_text(node: Node) -> str:
+    """A regular language's AST as an llguidance grammar."""
+    return OPTIONS + f"start: /{_slashed(to_regex(node))}/\n"
+
+
+def grammar_text(ir: GrammarIR) -> str:
+    """A grammar IR as an llguidance grammar."""
+    return OPTIONS + lark_text(ir)
+
+
+def engine_json_text(spec: Any) -> str:
+    """A JSON schema for llguidance's own JSON compiler, as a grammar."""
+    return OPTIONS + f"start: %json {_engine_json(spec)}\n"
 
 
 def _engine_json(spec: Any) -> str:

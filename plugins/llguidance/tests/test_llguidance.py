@@ -160,7 +160,7 @@ def test_errors_and_limits(vocab):
 
 def test_lark_translation_renames_symbols_and_escapes_slashes():
     grammar = ca.Grammar('start: _item+\n_item: "a/b" | NAME\nNAME: /[a-z]+/\n')
-    text = grammar_text(grammar, "engine")
+    text = grammar_text(ca.lower(grammar).ir)
     assert "no_forcing" in text and "start:" in text
     assert "_item" not in text and "a\\/b" in text
 

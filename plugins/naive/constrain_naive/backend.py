@@ -1,33 +1,25 @@
 """Backend ``naive``: test every token of the vocabulary at every step.
 
 Regexes, choices and LMQL-style predicates become one byte DFA (the core's
-``constrain_api.automata``); grammars run on a byte-level Earley recognizer;
-JSON schemas take whichever of the two the core's ``lower_json_schema``
-lowers them to.
+lowering, ``Regular.dfa``); grammars run on a byte-level Earley recognizer;
+JSON schemas take whichever of the two the core lowers them to.
 Either way a step walks the vocabulary trie once from the current state.
 The masks are exact by construction: this backend is the oracle.
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import numpy as np
 
 from constrain_api import (
     BaseBackend,
     BaseCompiled,
+    BaseCompiler,
     ByteDFA,
     Capabilities,
     CompileStats,
     ConstraintError,
     StateChecker,
-    UnsupportedConstraint,
-    Vocabulary,
-    dfa_for_predicate,
-    lower_grammar,
-    lower_json_schema,
 )
 
 from .earley import Column, EarleyRecognizer
@@ -36,17 +28,27 @@ from .scan import TrieScan
 KINDS = frozenset({"regex", "grammar", "choice", "where", "json_schema"})
 
 
-class _ScanCache:
-    """One ``TrieScan`` per vocabulary (by fingerprint), shared by compilations."""
+class NaiveCompiler(BaseCompiler):
+    """The vocabulary's trie (``TrieScan``), shared by every compilation."""
 
-    def __init__(self) -> None:
-        self._scans: dict[str, TrieScan] = {}
+    def __init__(self, backend, vocab):
+        super().__init__(backend, vocab)
+        self.scan = TrieScan(vocab)
 
-    def get(self, vocab: Vocabulary) -> TrieScan:
-        key = vocab.fingerprint
-        if key not in self._scans:
-            self._scans[key] = TrieScan(vocab)
-        return self._scans[key]
+    def compile_regular(self, language, spec, options) -> DFACompiled:
+        """A byte DFA, walked with the trie at every step."""
+        dfa = language.dfa(max_states=options.max_states)
+        return DFACompiled(spec, self.vocab, CompileStats(states=dfa.num_states), dfa, self.scan)
+
+    def compile_grammar(self, grammar, spec, options) -> EarleyCompiled:
+        """A byte-level Earley recognizer over the grammar as lark loaded it
+        (not the reduced grammar: the oracle reads the IR on its own)."""
+        ir = grammar.ir
+        recognizer = EarleyRecognizer(ir, max_states=options.max_states)
+        if recognizer.empty_language:
+            raise ConstraintError("grammar", f"rule {ir.start!r} derives no string", None)
+        stats = CompileStats(states=len(ir.rules), extra={"terminals": len(ir.terminals)})
+        return EarleyCompiled(spec, self.vocab, stats, recognizer, self.scan)
 
 
 class NaiveBackend(BaseBackend):
@@ -62,49 +64,11 @@ class NaiveBackend(BaseBackend):
         exact=KINDS,
         notes="the oracle: scans the vocabulary trie every step",
     )
+    compiler_class = NaiveCompiler
+    compile_options = ("max_states",)
 
     def __init__(self, max_states: int = 100_000):
         self.max_states = max_states
-        self._scans = _ScanCache()
-
-    def build(self, spec, vocab: Vocabulary, **options: Any) -> BaseCompiled:
-        """Compile ``spec``: a DFA for regex/choice/where, an Earley recognizer for grammars."""
-        max_states = options.pop("max_states", self.max_states)
-        if options:
-            raise TypeError(f"unknown compile options for naive: {sorted(options)}")
-        start = time.perf_counter()
-        try:
-            target = lower_json_schema(spec) if spec.kind == "json_schema" else spec
-            if target.kind == "grammar":
-                ir = lower_grammar(target, backend=self.name)
-                recognizer = EarleyRecognizer(ir, max_states=max_states)
-                if recognizer.empty_language:
-                    raise ConstraintError(
-                        "grammar", f"rule {target.start!r} derives no string", None
-                    )
-                scan = self._scans.get(vocab)
-                stats = CompileStats(
-                    time.perf_counter() - start,
-                    states=len(ir.rules),
-                    extra={"terminals": len(ir.terminals)},
-                )
-                return EarleyCompiled(spec, vocab, stats, recognizer, scan)
-            dfa = _dfa_for(target, max_states)
-        except UnsupportedConstraint as e:
-            raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
-        scan = self._scans.get(vocab)
-        stats = CompileStats(time.perf_counter() - start, states=dfa.num_states)
-        return DFACompiled(spec, vocab, stats, dfa, scan)
-
-
-def _dfa_for(spec, max_states: int) -> ByteDFA:
-    if spec.kind == "regex":
-        return ByteDFA.from_regex(spec.pattern, max_states=max_states)
-    if spec.kind == "choice":
-        return ByteDFA.from_strings(o.encode("utf-8") for o in spec.options)
-    if spec.kind == "where":
-        return dfa_for_predicate(spec.predicate, max_states=max_states)
-    raise AssertionError(spec.kind)  # BaseBackend checked the kind
 
 
 class DFACompiled(BaseCompiled):

@@ -16,8 +16,6 @@ bits) is the core's ``MatcherChecker``.
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -26,20 +24,63 @@ import xgrammar as xgr
 from constrain_api import (
     BaseBackend,
     BaseCompiled,
+    BaseCompiler,
     Capabilities,
     CompileStats,
     MatcherChecker,
     UnsupportedConstraint,
     Vocabulary,
-    lower_grammar,
-    lower_json_schema,
 )
-from constrain_api.automata import regular_node
 
 from .ebnf import NAME, grammar_ebnf, node_ebnf
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
 JSON_MODES = ("engine", "lowering")
+
+
+class XGrammarCompiler(BaseCompiler):
+    """XGrammar's own ``GrammarCompiler`` over the vocabulary's ``TokenizerInfo``;
+    a constraint as EBNF (or, opt-in, XGrammar's JSON-schema converter)."""
+
+    def __init__(self, backend, vocab):
+        super().__init__(backend, vocab)
+        info = xgr.TokenizerInfo(
+            _encoded_vocabulary(vocab),
+            xgr.VocabType.RAW,
+            vocab_size=vocab.size,
+            stop_token_ids=sorted(vocab.eos_ids) or None,
+        )
+        self.engine = xgr.GrammarCompiler(info, max_threads=backend.max_threads)
+
+    def compile_native(self, spec, options) -> XGrammarCompiled | None:
+        """A JSON schema to XGrammar's converter (``json_schema="engine"``)."""
+        if spec.kind == "json_schema" and self.backend.json_schema == "engine":
+            return self._compiled(spec, lambda: _engine_json(self.engine, spec))
+        return None
+
+    def compile_regular(self, language, spec, options) -> XGrammarCompiled:
+        text = f"root ::= {node_ebnf(language.regex_node())}\n"
+        return self._compiled(spec, lambda: self.engine.compile_grammar(text))
+
+    def compile_grammar(self, grammar, spec, options) -> XGrammarCompiled:
+        text = grammar_ebnf(grammar.ir)
+        return self._compiled(spec, lambda: self.engine.compile_grammar(text))
+
+    def _compiled(self, spec, compile_: Any) -> XGrammarCompiled:
+        try:
+            grammar = compile_()
+        except RuntimeError as e:  # XGrammar's parser and converters report this way
+            raise UnsupportedConstraint(NAME, spec.kind, f"xgrammar: {e}") from None
+        stats = CompileStats(
+            bytes=grammar.memory_size_bytes, extra={"json_schema": self.backend.json_schema}
+        )
+        return XGrammarCompiled(spec, self.vocab, stats, grammar)
+
+    def clear_cache(self, *names: str) -> None:
+        """Also empties XGrammar's own cache of compiled grammars (``"engine"``)."""
+        super().clear_cache(*names)
+        if not names or "engine" in names:
+            self.engine.clear_cache()
 
 
 class XGrammarBackend(BaseBackend):
@@ -54,6 +95,7 @@ class XGrammarBackend(BaseBackend):
     """
 
     name = NAME
+    compiler_class = XGrammarCompiler
 
     def __init__(self, json_schema: str = "lowering", max_threads: int = 1):
         if json_schema not in JSON_MODES:
@@ -71,57 +113,12 @@ class XGrammarBackend(BaseBackend):
                 "documents the schema's language forbids (plugins/xgrammar/README.md)"
             ),
         )
-        self._compilers: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def build(self, spec, vocab: Vocabulary, **options: Any) -> BaseCompiled:
-        """Translate ``spec`` and compile it with the vocabulary's compiler."""
-        if options:
-            raise TypeError(f"unknown compile options for xgrammar: {sorted(options)}")
-        start = time.perf_counter()
-        compiler = self._compiler(vocab)
-        try:
-            if spec.kind == "json_schema" and self.json_schema == "engine":
-                grammar = _engine_json(compiler, spec)
-            else:
-                grammar = compiler.compile_grammar(_ebnf(spec))
-        except RuntimeError as e:  # XGrammar's parser and converters report this way
-            raise UnsupportedConstraint(NAME, spec.kind, f"xgrammar: {e}") from None
-        stats = CompileStats(
-            time.perf_counter() - start,
-            bytes=grammar.memory_size_bytes,
-            extra={"json_schema": self.json_schema},
-        )
-        return XGrammarCompiled(spec, vocab, stats, grammar)
-
-    def _compiler(self, vocab: Vocabulary) -> Any:
-        with self._lock:
-            compiler = self._compilers.get(vocab.fingerprint)
-            if compiler is None:
-                info = xgr.TokenizerInfo(
-                    _encoded_vocabulary(vocab),
-                    xgr.VocabType.RAW,
-                    vocab_size=vocab.size,
-                    stop_token_ids=sorted(vocab.eos_ids) or None,
-                )
-                compiler = xgr.GrammarCompiler(info, max_threads=self.max_threads)
-                self._compilers[vocab.fingerprint] = compiler
-            return compiler
 
 
 def _encoded_vocabulary(vocab: Vocabulary) -> list[bytes]:
     """Exact token bytes; special tokens as empty strings, which XGrammar
     treats as special (never matched by the grammar)."""
     return [b"" if vocab.is_special(i) else vocab.token_bytes(i) for i in range(vocab.size)]
-
-
-def _ebnf(spec) -> str:
-    """EBNF for a regex, choice, grammar or (lowered) JSON schema."""
-    if spec.kind == "json_schema":
-        spec = lower_json_schema(spec)
-    if spec.kind == "grammar":
-        return grammar_ebnf(lower_grammar(spec, backend=NAME))
-    return f"root ::= {node_ebnf(regular_node(spec, backend=NAME))}\n"
 
 
 def _engine_json(compiler: Any, spec) -> Any:

@@ -5,7 +5,7 @@ over character-level rules): it has no lexer, so a grammar's terminals are
 plain rules and any tokenization of the text is followed.
 
 * ``Regex``, ``Choice`` and regular JSON schemas: the core's regex AST
-  (``regular_node``) printed as EBNF (``node_ebnf``) — no second regex
+  (``Regular.node``) printed as EBNF (``node_ebnf``) — no second regex
   dialect is involved, so the language is the core's by construction.
 * ``Grammar``: the core's ``GrammarIR`` as EBNF rules (``grammar_ebnf``),
   every terminal a rule printed from its AST (a shortest-match terminal from

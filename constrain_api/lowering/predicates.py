@@ -27,10 +27,10 @@ import functools
 
 import numpy as np
 
+from ..automata.dfa import _NFA, DEFAULT_MAX_STATES, ByteDFA, _determinize
+from ..automata.regex import CharSet, _unicode_category
 from ..errors import CompileLimitExceeded, UnsupportedConstraint
 from ..where import And, Contains, LenChars, LenWords, NotContains, OneOf, Or, Predicate, StopsAt
-from .dfa import _NFA, DEFAULT_MAX_STATES, ByteDFA, _determinize
-from .regex import CharSet, _unicode_category
 
 __all__ = ["dfa_for_predicate"]
 

@@ -1,0 +1,253 @@
+"""``BaseBackend`` and one ``BaseCompiler`` per vocabulary: the compile half of
+the compile/match split.
+
+``backend.compiler(vocab)`` returns a :class:`BaseCompiler` subclass built
+once per vocabulary (XGrammar's ``GrammarCompiler(tokenizer_info)``, vLLM's
+per-tokenizer backend). It holds what a backend derives from the vocabulary
+(a token trie, an engine's tokenizer) and its caches, and does the work
+every backend shares, once:
+
+* reads and checks the compile options (``TypeError`` naming an unknown one),
+* refuses a kind the backend's ``capabilities`` do not list,
+* lowers the spec (``constrain_api.lowering.lower``) and dispatches:
+  a regular language to :meth:`BaseCompiler.compile_regular`, a grammar to
+  :meth:`BaseCompiler.compile_grammar`,
+* times the whole (``CompileStats.seconds``),
+* names the backend in every ``UnsupportedConstraint``.
+
+A backend implements the one or two methods for the forms it compiles
+(and :meth:`BaseCompiler.compile_native` for specs it takes before lowering,
+such as an engine's own JSON-schema compiler or a plugin's own kind).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .errors import UnsupportedConstraint
+from .lowering import ContextFree, Regular, lower
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .base import BaseCompiled
+    from .protocols import Capabilities
+    from .specs import Constraint
+    from .vocabulary import Vocabulary
+
+V = TypeVar("V")
+
+#: Compile options as attributes (``options.max_states``).
+Options = SimpleNamespace
+
+
+def default_size(value: Any) -> int:
+    """Bytes of a cached value: its ``nbytes`` when it has one (numpy arrays,
+    artifacts that report it), else ``sys.getsizeof`` (a lower bound)."""
+    nbytes = getattr(value, "nbytes", None)
+    return int(nbytes) if isinstance(nbytes, int) else sys.getsizeof(value)
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """One cache's figures: entries, bound, hits, misses, bytes (estimated)."""
+
+    entries: int
+    maxsize: int
+    hits: int
+    misses: int
+    nbytes: int
+
+
+class ContentCache(Generic[V]):
+    """A bounded, thread-safe LRU keyed by content (hashable values that
+    describe what was built: a pattern, a set of classes, never ``id()``).
+
+    ``maxsize=0`` keeps nothing; ``sizeof`` estimates an entry's bytes when
+    :meth:`info` is asked."""
+
+    def __init__(self, maxsize: int, sizeof: Callable[[Any], int] = default_size):
+        if maxsize < 0:
+            raise ValueError(f"a cache holds 0 entries or more, not {maxsize}")
+        self.maxsize = maxsize
+        self._sizeof = sizeof
+        self._entries: OrderedDict[Hashable, V] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = self._misses = 0
+
+    def get(self, key: Hashable) -> V | None:
+        """The value for ``key`` (now the most recent), or ``None``."""
+        with self._lock:
+            value = self._entries.get(key)
+            if value is None:
+                self._misses += 1
+                return None
+            self._hits += 1
+            self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: Hashable, value: V) -> V:
+        """Keep ``value`` for ``key`` (the least recent entries go past
+        ``maxsize``); returns the value kept (an earlier one wins a race)."""
+        with self._lock:
+            known = self._entries.get(key)
+            if known is not None:
+                return known
+            self._entries[key] = value
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+            return value
+
+    def get_or_build(self, key: Hashable, build: Callable[[], V]) -> V:
+        """The value for ``key``, built by ``build()`` (outside the lock) on a miss."""
+        value = self.get(key)
+        return self.put(key, build()) if value is None else value
+
+    def clear(self) -> None:
+        """Drop every entry (the counters stay)."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._entries
+
+    def info(self) -> CacheInfo:
+        """Entries, bound, hits, misses and estimated bytes."""
+        with self._lock:
+            values = list(self._entries.values())
+        nbytes = sum(self._sizeof(value) for value in values)
+        return CacheInfo(len(values), self.maxsize, self._hits, self._misses, nbytes)
+
+
+class BaseCompiler:
+    """Compiles constraints for one vocabulary (see the module docstring).
+
+    Subclasses set up per-vocabulary state in ``__init__`` (after calling
+    ``super().__init__``), create caches with :meth:`cache`, and implement
+    :meth:`compile_regular` and/or :meth:`compile_grammar`. Each returns a
+    ``BaseCompiled`` whose ``stats`` carry the backend's own figures; the
+    compiler sets ``stats.seconds``. Thread-safe as long as the caches are.
+    """
+
+    def __init__(self, backend: BaseBackend, vocab: Vocabulary):
+        self.backend = backend
+        self.vocab = vocab
+        self.name = backend.name
+        self._caches: dict[str, ContentCache] = {}
+
+    # -- what a backend provides ---------------------------------------------------
+    def compile_regular(self, language: Regular, spec: Constraint, options: Options):
+        """Compile a regular language (a regex, a choice, a predicate, a
+        regular JSON schema); ``spec`` is the constraint as given."""
+        raise UnsupportedConstraint(self.name, "regular constraints", "it compiles grammars only")
+
+    def compile_grammar(self, grammar: ContextFree, spec: Constraint, options: Options):
+        """Compile a context-free grammar (a grammar, a recursive JSON schema)."""
+        raise UnsupportedConstraint(self.name, "grammars", "it compiles regular constraints only")
+
+    def compile_native(self, spec: Constraint, options: Options) -> BaseCompiled | None:
+        """Compile ``spec`` without the core's lowering, or ``None`` to lower it
+        (the default). For an engine's own front end or a plugin's own kind."""
+        return None
+
+    # -- the shared part -----------------------------------------------------------
+    def compile(self, spec: Constraint, **options: Any) -> BaseCompiled:
+        """Compile ``spec`` (see ``Backend.compile``); ``options`` override the
+        backend's ``compile_options`` for this compilation."""
+        backend = self.backend
+        if not backend.capabilities.supports(spec.kind):
+            raise UnsupportedConstraint(
+                self.name,
+                f"{spec.kind} constraints",
+                f"it compiles {', '.join(sorted(backend.capabilities.kinds))}",
+            )
+        resolved = self.options(options)
+        start = time.perf_counter()
+        try:
+            compiled = self.compile_native(spec, resolved)
+            if compiled is None:
+                language = lower(spec)
+                if isinstance(language, Regular):
+                    compiled = self.compile_regular(language, spec, resolved)
+                else:
+                    compiled = self.compile_grammar(language, spec, resolved)
+        except UnsupportedConstraint as e:
+            if e.backend == self.name:
+                raise
+            raise UnsupportedConstraint(self.name, e.construct, e.reason) from e
+        compiled.stats = dataclasses.replace(compiled.stats, seconds=time.perf_counter() - start)
+        return compiled
+
+    def options(self, given: Mapping[str, Any]) -> Options:
+        """The backend's ``compile_options`` with ``given`` overriding them;
+        ``TypeError`` for a name the backend does not take."""
+        names = self.backend.compile_options
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise TypeError(f"unknown compile options for {self.name}: {unknown}")
+        return Options(**{name: given.get(name, getattr(self.backend, name)) for name in names})
+
+    # -- caches --------------------------------------------------------------------
+    def cache(self, name: str, maxsize: int, sizeof: Callable[[Any], int] = default_size):
+        """A new :class:`ContentCache` owned by this compiler, reported as ``name``."""
+        cache: ContentCache = ContentCache(maxsize, sizeof)
+        self._caches[name] = cache
+        return cache
+
+    def clear_cache(self, *names: str) -> None:
+        """Empty the caches ``names`` (all when none is named); what the
+        compiler derived from the vocabulary stays."""
+        for name, cache in self._caches.items():
+            if not names or name in names:
+                cache.clear()
+
+    def cache_info(self) -> dict[str, CacheInfo]:
+        """Each cache's figures, by name."""
+        return {name: cache.info() for name, cache in self._caches.items()}
+
+    def memory_bytes(self) -> int:
+        """Estimated bytes held by this compiler's caches."""
+        return sum(info.nbytes for info in self.cache_info().values())
+
+
+class BaseBackend:
+    """A backend whose compilation goes through a per-vocabulary compiler.
+
+    Set ``name``, ``capabilities``, ``compiler_class`` (a ``BaseCompiler``
+    subclass implementing ``compile_regular`` and/or ``compile_grammar``) and
+    ``compile_options`` (the attributes of the backend, set by its
+    constructor, that ``compile(..., name=value)`` may override).
+    :meth:`compiler` keeps one compiler per vocabulary (the last
+    ``max_vocabularies`` used); :meth:`compile` is the one-line convenience.
+    """
+
+    name: str
+    capabilities: Capabilities
+    compiler_class: type[BaseCompiler] = BaseCompiler
+    compile_options: tuple[str, ...] = ()
+    max_vocabularies: int = 8
+
+    def compiler(self, vocab: Vocabulary) -> BaseCompiler:
+        """The compiler for ``vocab`` (built on first use, then kept)."""
+        # set lazily: subclasses' constructors need not call this class's
+        compilers = self.__dict__.get("_compilers")
+        if compilers is None:
+            compilers = self.__dict__.setdefault("_compilers", ContentCache(self.max_vocabularies))
+        lock = self.__dict__.setdefault("_compilers_lock", threading.Lock())
+        with lock:  # one compiler per vocabulary, even when two threads ask at once
+            return compilers.get_or_build(
+                vocab.fingerprint, lambda: self.compiler_class(self, vocab)
+            )
+
+    def compile(self, spec: Constraint, vocab: Vocabulary, **options: Any) -> BaseCompiled:
+        """Compile ``spec`` for ``vocab`` (see ``Backend.compile``)."""
+        return self.compiler(vocab).compile(spec, **options)

@@ -1,0 +1,198 @@
+"""``constrain_api.lowering``: every spec as a regular language or a reduced
+grammar, read once; and ``BaseCompiler``, the per-vocabulary compiler every
+backend shares (options, kind check, dispatch, timing, error naming, caches)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import constrain_api as ca
+from constrain_api import ContentCache, ContextFree, Regular
+
+VOCAB = ca.Vocabulary.from_list([b"a", b"b", b"ab", b"x", b"</s>"], eos=4)
+
+
+def _matches(language: Regular, text: bytes) -> bool:
+    return language.dfa().matches(text)
+
+
+def test_regular_specs_lower_to_one_language():
+    regex = ca.lower(ca.Regex("a[bc]"))
+    assert isinstance(regex, Regular) and _matches(regex, b"ac") and not _matches(regex, b"a")
+    choice = ca.lower(ca.Choice(["New York", "Newark", "ü", ""]))
+    assert all(_matches(choice, s.encode()) for s in ("New York", "Newark", "ü", ""))
+    assert not _matches(choice, b"New")
+    assert ca.ByteDFA.from_node(choice.regex_node()).matches(b"Newark")
+    schema = ca.lower(ca.JsonSchema({"enum": ["x", 1]}))
+    assert _matches(schema, b'"x"') and _matches(schema, b"1") and not _matches(schema, b"x")
+    where = ca.lower(ca.Where("len(x) < 3"))
+    assert where.node is None and _matches(where, b"ab") and not _matches(where, b"abc")
+    assert ca.ByteDFA.from_node(where.regex_node()).matches(b"ab")  # by state elimination
+
+
+def test_grammars_and_recursive_schemas_lower_to_a_grammar():
+    assert isinstance(ca.lower(ca.Grammar('start: "a"')), ContextFree)
+    tree = ca.JsonSchema({"type": "array", "items": {"$ref": "#"}})
+    assert isinstance(ca.lower(tree), ContextFree)
+
+
+def test_lowering_is_cached_by_content_and_refuses_by_name():
+    assert ca.lower(ca.Regex("a+")) is ca.lower(ca.Regex("a+"))
+    with pytest.raises(ca.UnsupportedConstraint, match="backreference"):
+        ca.lower(ca.Regex(r"(a)\1"))
+    with pytest.raises(ca.ConstraintError):
+        ca.lower(ca.Regex("a("))
+
+
+def test_the_reduced_grammar_keeps_what_derives_a_string_and_is_reached():
+    grammar = ca.Grammar(
+        """
+        start: A | dead | B
+        dead: C dead
+        unused: D
+        A: "a"
+        B: /[^\\x00-\\U0010ffff]/
+        C: "c"
+        D: "d"
+        WS: " "
+        %ignore WS
+        """
+    )
+    reduced = ca.lower(grammar).reduce()
+    assert reduced.rules == (("start", ("A",)),)  # `dead` derives nothing, B has no string
+    assert reduced.names == ("A", "WS") and reduced.ignore == frozenset({"WS"})
+    assert set(reduced.dfas) == set(reduced.terminals) == {"A", "WS"}
+    assert not reduced.nullable
+    ir = reduced.as_ir()
+    assert [r.rhs for r in ir.rules] == [("A",)] and ir.ignore == ("WS",)
+
+
+def test_a_start_that_derives_nothing_is_malformed():
+    with pytest.raises(ca.ConstraintError, match="derives no string"):
+        ca.lower(ca.Grammar('start: "a" start')).reduce()
+
+
+def test_nullable_terminals_are_reported_and_refused_on_request():
+    reduced = ca.lower(ca.Grammar('start: E "x"\nE: /a*/')).reduce()
+    assert reduced.nullable == frozenset({"E"})
+    with pytest.raises(ca.UnsupportedConstraint, match="terminal E matching the empty string"):
+        reduced.refuse_nullable_terminals("needs a byte")
+
+
+# -- the compiler ------------------------------------------------------------------
+
+
+class _Compiled(ca.BaseCompiled):
+    def checker(self):
+        raise NotImplementedError
+
+
+class _Compiler(ca.BaseCompiler):
+    made = 0
+
+    def __init__(self, backend, vocab):
+        super().__init__(backend, vocab)
+        type(self).made += 1
+        self.seen = self.cache("seen", 2)
+
+    def compile_regular(self, language, spec, options):
+        self.seen.put(spec, language)
+        return _Compiled(spec, self.vocab, ca.CompileStats(states=options.max_states))
+
+    def compile_native(self, spec, options):
+        if spec.kind == "choice" and spec.options == ("native",):
+            return _Compiled(spec, self.vocab, ca.CompileStats(extra={"native": True}))
+        return None
+
+
+class _Backend(ca.BaseBackend):
+    name = "lowering-test"
+    capabilities = ca.Capabilities(kinds={"regex", "choice", "grammar"})
+    compiler_class = _Compiler
+    compile_options = ("max_states",)
+    max_vocabularies = 2
+
+    def __init__(self, max_states: int = 7):
+        self.max_states = max_states
+
+
+def test_options_are_read_once_with_the_backends_defaults():
+    backend = _Backend()
+    assert backend.compile(ca.Regex("a"), VOCAB).stats.states == 7
+    assert backend.compile(ca.Regex("a"), VOCAB, max_states=3).stats.states == 3
+    with pytest.raises(TypeError, match=r"unknown compile options for lowering-test: \['k'\]"):
+        backend.compile(ca.Regex("a"), VOCAB, k=1)
+
+
+def test_kinds_are_checked_and_dispatched_and_errors_name_the_backend():
+    backend = _Backend()
+    with pytest.raises(ca.UnsupportedConstraint, match="'lowering-test' does not support where"):
+        backend.compile(ca.Where("len(x) < 3"), VOCAB)
+    # a grammar reaches compile_grammar, which this backend does not implement
+    with pytest.raises(ca.UnsupportedConstraint, match="'lowering-test' does not support gramm"):
+        backend.compile(ca.Grammar('start: "a"'), VOCAB)
+    # the core's refusals are re-raised in the backend's name
+    with pytest.raises(ca.UnsupportedConstraint, match=r"'lowering-test'.*backreference"):
+        backend.compile(ca.Regex(r"(a)\1"), VOCAB)
+    native = backend.compile(ca.Choice(["native"]), VOCAB)
+    assert native.stats.extra == {"native": True}
+
+
+def test_the_compiler_times_the_compilation():
+    compiled = _Backend().compile(ca.Regex("(ab)+"), VOCAB)
+    assert compiled.stats.seconds > 0
+
+
+def test_one_compiler_per_vocabulary_and_a_bounded_number_of_them():
+    backend = _Backend()
+    other = ca.Vocabulary.from_list([b"a", b"c", b"</s>"], eos=2)
+    third = ca.Vocabulary.from_list([b"q", b"</s>"], eos=1)
+    compiler = backend.compiler(VOCAB)
+    assert backend.compiler(VOCAB) is compiler and compiler.vocab == VOCAB
+    assert backend.compiler(other) is not compiler
+    backend.compiler(third)  # max_vocabularies = 2: VOCAB's goes
+    assert backend.compiler(VOCAB) is not compiler
+
+
+def test_one_compiler_even_when_threads_race():
+    backend, found = _Backend(), []
+    before = _Compiler.made
+    threads = [
+        threading.Thread(target=lambda: found.append(backend.compiler(VOCAB))) for _ in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert _Compiler.made == before + 1 and all(c is found[0] for c in found)
+
+
+def test_compiler_caches_are_bounded_reported_and_cleared():
+    compiler = _Backend().compiler(VOCAB)
+    for pattern in ("a", "b", "ab"):
+        compiler.compile(ca.Regex(pattern))
+    info = compiler.cache_info()["seen"]
+    assert (info.entries, info.maxsize, info.misses) == (2, 2, 0)
+    assert ca.Regex("a") not in compiler.seen and ca.Regex("ab") in compiler.seen
+    assert compiler.memory_bytes() == info.nbytes > 0
+    compiler.clear_cache()
+    assert compiler.cache_info()["seen"].entries == 0
+
+
+def test_content_cache_lru_and_build_once():
+    cache: ContentCache[int] = ContentCache(2, sizeof=lambda v: v)
+    builds = []
+    assert cache.get_or_build("a", lambda: builds.append("a") or 1) == 1
+    assert cache.get_or_build("a", lambda: builds.append("a") or 2) == 1
+    cache.put("b", 10)
+    cache.get("a")  # now the most recent: "b" goes next
+    cache.put("c", 100)
+    assert "a" in cache and "b" not in cache and len(cache) == 2
+    assert cache.put("a", 5) == 1  # the first value wins
+    assert builds == ["a"] and cache.info().nbytes == 101
+    nothing: ContentCache[int] = ContentCache(0)
+    assert nothing.put("a", 1) == 1 and "a" not in nothing
+    with pytest.raises(ValueError):
+        ContentCache(-1)
