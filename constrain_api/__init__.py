@@ -40,6 +40,7 @@ from .masks import (
     bitmask_from_bool,
     bitmask_to_bool,
     bitmask_words,
+    pack_row,
     row_view,
 )
 from .protocols import (
@@ -126,6 +127,7 @@ __all__ = [
     "lower",
     "lower_grammar",
     "lower_json_schema",
+    "pack_row",
     "parse_regex",
     "plugin_errors",
     "plugin_workloads",

@@ -74,11 +74,27 @@ def _ids_from_row(words: np.ndarray, vocab_size: int) -> np.ndarray:
     return np.flatnonzero(bits[:vocab_size]).astype(np.int64)
 
 
+def pack_row(allowed: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Pack a 1-D boolean array (token ``i`` allowed iff ``allowed[i]``) into a
+    row of int32 words: into ``out`` when given, else a new row. When the
+    array's length is a multiple of 32 (``bitmask_words(V) * 32``, the padding
+    left ``False``) nothing of vocabulary size is allocated besides the
+    packed bytes."""
+    allowed = np.asarray(allowed, dtype=bool)
+    if allowed.shape[0] % 32:
+        padded = np.zeros(bitmask_words(allowed.shape[0]) * 32, dtype=bool)
+        padded[: allowed.shape[0]] = allowed
+        allowed = padded
+    words = np.packbits(allowed, bitorder="little").view("<i4")
+    if out is None:
+        return words.astype(BITMASK_DTYPE)
+    out[: words.shape[0]] = words
+    out[words.shape[0] :] = 0
+    return out
+
+
 def _row_from_bool(allowed: np.ndarray, out: np.ndarray) -> None:
-    nbits = out.shape[0] * 32
-    padded = np.zeros(nbits, dtype=bool)
-    padded[: allowed.shape[0]] = allowed
-    out[:] = np.packbits(padded, bitorder="little").view("<i4")
+    pack_row(allowed, out)
 
 
 class TokenMask:

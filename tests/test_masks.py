@@ -8,6 +8,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+import constrain_api as ca
 from constrain_api import masks
 from constrain_api.masks import (
     SpecialBits,
@@ -216,3 +217,16 @@ def test_module_has_docstrings():
             and getattr(obj, "__module__", "") == masks.__name__
         ):
             assert obj.__doc__, name
+
+
+@pytest.mark.parametrize("size", [1, 31, 32, 33, 100, 128])
+def test_pack_row_equals_bitmask_from_bool_and_fills_out(size):
+    rng = np.random.default_rng(size)
+    allowed = rng.random(size) < 0.5
+    expected = ca.bitmask_from_bool(allowed)
+    assert np.array_equal(ca.pack_row(allowed), expected)
+    padded = np.zeros(ca.bitmask_words(size) * 32, dtype=bool)
+    padded[:size] = allowed
+    out = np.full(ca.bitmask_words(size) + 1, -1, dtype=np.int32)  # a wider row: cleared past
+    assert ca.pack_row(padded, out) is out
+    assert np.array_equal(out[:-1], expected) and out[-1] == 0

@@ -37,6 +37,7 @@ from constrain_api import (
     UnsupportedConstraint,
     Vocabulary,
     lalr_table,
+    pack_row,
 )
 from constrain_api.automata import dfa_to_regex, to_regex
 
@@ -215,12 +216,11 @@ class _OutlinesVocabulary:
 
     def pack(self, ids: np.ndarray) -> np.ndarray:
         """The read-only packed row of the normal tokens among ``ids`` and the empty ones."""
-        allowed = np.zeros(row_bits(self.size), dtype=bool)
+        allowed = np.zeros(self.size, dtype=bool)
         allowed[ids[ids < self.size]] = True
         allowed[self.empty_ids] = True
-        allowed[: self.size] &= self.normal  # EOS and specials: set by the checker's fix-up
-        allowed[self.size :] = False
-        row = np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)
+        allowed &= self.normal  # EOS and specials: set by the checker's fix-up
+        row = pack_row(allowed)
         row.setflags(write=False)
         return row
 
@@ -274,11 +274,6 @@ class FSMGrammarCompiled(BaseCompiled):
     def checker(self) -> GrammarChecker:
         """A checker at the start state."""
         return GrammarChecker(self)
-
-
-def row_bits(vocab_size: int) -> int:
-    """Bits in a packed row of ``vocab_size`` tokens (a multiple of 32)."""
-    return -(-vocab_size // 32) * 32
 
 
 _DEAD = -1  # the start state of the empty language

@@ -39,6 +39,8 @@ from constrain_api import (
     CompileStats,
     StateChecker,
     Vocabulary,
+    bitmask_words,
+    pack_row,
 )
 from constrain_api.automata import CharSet
 
@@ -405,7 +407,7 @@ class StateInfo:
                 self.member_moves[label] = nxt
             else:
                 raise AssertionError(f"fst: unknown label {label} in the token automaton")
-        allowed = np.zeros(-(-vocab.size // 32) * 32, dtype=bool)
+        allowed = np.zeros(bitmask_words(vocab.size) * 32, dtype=bool)
         allowed[np.fromiter(self.moves, dtype=np.int64, count=len(self.moves))] = True
         for label in self.member_moves:
             allowed[wild.members(label)] = True
@@ -421,7 +423,7 @@ class StateInfo:
                 table = np.zeros((int(wild.head_ids.max()) + 1, int(tails.max()) + 1), dtype=bool)
                 table[tuple(zip(*keys, strict=True))] = True
                 allowed[: vocab.size] |= table[wild.head_ids, tails]
-        self.row = np.packbits(allowed, bitorder="little").view("<i4").astype(np.int32)
+        self.row = pack_row(allowed)
 
     def advance(self, wild: Wildcards, token_id: int) -> int | None:
         """The next state on a token (its own arc, else its wildcard group's)."""

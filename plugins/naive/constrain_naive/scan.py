@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from constrain_api import TokenTrie, Vocabulary
+from constrain_api import TokenTrie, Vocabulary, bitmask_words, pack_row
 
 
 class TrieScan:
@@ -29,7 +29,7 @@ class TrieScan:
         # token_ids[k] sits at node token_node[k]
         self.token_ids = np.asarray(trie.token_ids, dtype=np.int64)
         self.token_node = np.repeat(np.arange(trie.num_nodes), np.diff(offsets))
-        self._padded_bits = (vocab.size + 31) // 32 * 32
+        self._padded_bits = bitmask_words(vocab.size) * 32
 
     def nodes_dfa(self, rows: list[list[int]], state: int) -> list[int]:
         """Token-carrying trie nodes whose bytes keep the DFA alive from ``state``."""
@@ -74,4 +74,4 @@ class TrieScan:
         reached[nodes] = True
         allowed = np.zeros(self._padded_bits, dtype=bool)
         allowed[self.token_ids[reached[self.token_node]]] = True
-        row[:] = np.packbits(allowed, bitorder="little").view(np.int32)
+        pack_row(allowed, row)
