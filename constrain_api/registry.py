@@ -1,8 +1,12 @@
 """The plugin registry: backends, constraint kinds and workloads from installed
 distributions (entry-point group ``constrain_api``) and from ``register()``.
 
-Discovery is lazy and fault-tolerant: a plugin that fails to import, or whose
-hook raises, is recorded in :meth:`Registry.errors` and the others load.
+Discovery is lazy and fault-tolerant: a plugin that fails to import, whose
+hook implementations do not match the hook specifications (a misspelled hook
+name, an argument no hook has, no hook at all), or whose hook raises, is
+recorded in :meth:`Registry.errors` and the others load. Hooks are called
+through pluggy (``pm.subset_hook_caller``), one plugin at a time, so one
+plugin's failure never hides another's results.
 """
 
 from __future__ import annotations
@@ -100,31 +104,55 @@ class Registry:
             dist = ep.dist.name if ep.dist is not None else "?"
             version = ep.dist.version if ep.dist is not None else "?"
             try:
-                plugin = ep.load()
-                self._pm.register(plugin, name=f"entrypoint:{ep.name}")
+                self._register_checked(ep.load(), f"entrypoint:{ep.name}")
             except Exception as exc:  # a broken plugin must not break the others
                 self._load_errors.append(PluginError(ep.name, dist, f"{type(exc).__name__}: {exc}"))
                 continue
             self._sources[f"entrypoint:{ep.name}"] = _Source(dist, version)
 
+    def _register_checked(self, plugin: Any, name: str) -> None:
+        """Register ``plugin`` under ``name`` and validate it against the hook
+        specifications; on failure unregister it and raise
+        ``pluggy.PluginValidationError``. pluggy's ``register`` refuses an
+        argument no hook has; ``check_pending`` refuses an implementation of
+        an unknown hook (a misspelled name would otherwise never be called)."""
+        self._pm.register(plugin, name=name)
+        try:
+            self._pm.check_pending()
+            if not self._pm.get_hookcallers(plugin):
+                hooks = ", ".join(sorted(n for n in dir(hookspecs) if n.startswith("constrain_")))
+                raise pluggy.PluginValidationError(
+                    plugin, f"implements none of the hooks ({hooks}) with @hookimpl"
+                )
+        except Exception:
+            self._pm.unregister(name=name)
+            raise
+
     def _call_each(self, hook_name: str) -> list[tuple[Any, _Source]]:
-        """Call one hook on every plugin separately; collect (item, source)."""
+        """Call one hook through pluggy on every plugin separately (a plugin's
+        error is recorded, the others' results kept); collect (item, source)."""
         self._load_entry_points()
         results = []
+        plugins = dict(self._pm.list_name_plugin())
         for impl in getattr(self._pm.hook, hook_name).get_hookimpls():
             source = self._sources.get(impl.plugin_name, _Source(_IN_PROCESS, ""))
+            others = [p for n, p in plugins.items() if n != impl.plugin_name]
+            call = self._pm.subset_hook_caller(hook_name, remove_plugins=others)
+            plugin_name = impl.plugin_name.removeprefix("entrypoint:")
             try:
-                items = impl.function() or []
+                results_of_one = call()  # pluggy drops a None result
             except Exception as exc:
-                self._hook_errors.append(
-                    PluginError(
-                        impl.plugin_name.removeprefix("entrypoint:"),
-                        source.distribution,
-                        f"{hook_name} raised {type(exc).__name__}: {exc}",
-                    )
-                )
+                error = f"{hook_name} raised {type(exc).__name__}: {exc}"
+                self._hook_errors.append(PluginError(plugin_name, source.distribution, error))
                 continue
-            results.extend((item, source) for item in items)
+            if not results_of_one:
+                continue
+            (result,) = results_of_one
+            if not isinstance(result, list | tuple):
+                error = f"{hook_name} returned {type(result).__name__}, not a list"
+                self._hook_errors.append(PluginError(plugin_name, source.distribution, error))
+                continue
+            results.extend((item, source) for item in result)
         return results
 
     def _backend_table(self) -> dict[str, tuple[type, _Source]]:
@@ -200,14 +228,17 @@ class Registry:
 
     def register(self, plugin: Any) -> Callable[[], None]:
         """Register a backend class, a list of them, or a pluggy plugin object
-        in this process (tests, notebooks). Returns a function that unregisters it."""
+        in this process (tests, notebooks). Returns a function that unregisters it.
+
+        Raises ``pluggy.PluginValidationError`` (and registers nothing) when the
+        plugin's hook implementations do not match the hook specifications."""
         self._load_entry_points()
         if isinstance(plugin, type) and hasattr(plugin, "compile"):
             plugin = _BackendPlugin([plugin])
         elif isinstance(plugin, Iterable) and not isinstance(plugin, str | bytes):
             plugin = _BackendPlugin(list(plugin))
         name = f"inprocess:{next(self._counter)}"
-        self._pm.register(plugin, name=name)
+        self._register_checked(plugin, name)
         self._backends = None
 
         def unregister() -> None:

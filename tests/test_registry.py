@@ -57,6 +57,51 @@ RAISING_HOOK = """
 """
 
 
+MISSPELLED_HOOK = """
+    import constrain_api as ca
+
+    @ca.hookimpl
+    def constrain_backend():  # the hook is constrain_backends
+        return []
+"""
+
+UNKNOWN_ARGUMENT = """
+    import constrain_api as ca
+
+    @ca.hookimpl
+    def constrain_backends(config):
+        return []
+"""
+
+NO_HOOKS = """
+    def constrain_backends():  # not marked with @hookimpl
+        return []
+"""
+
+NOT_A_LIST = """
+    import constrain_api as ca
+
+    @ca.hookimpl
+    def constrain_backends():
+        return object()
+"""
+
+
+@pytest.fixture
+def invalid_plugins(tmp_path, monkeypatch):
+    """Distributions whose hook implementations do not match the specifications."""
+    for dist, module, source in [
+        ("misspelled-plugin", "misspelled_mod", MISSPELLED_HOOK),
+        ("argument-plugin", "argument_mod", UNKNOWN_ARGUMENT),
+        ("hookless-plugin", "hookless_mod", NO_HOOKS),
+        ("notalist-plugin", "notalist_mod", NOT_A_LIST),
+    ]:
+        name = dist.removesuffix("-plugin")
+        make_distribution(tmp_path, dist, {name: module}, {module: source})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
 @pytest.fixture
 def extra_plugins(tmp_path, monkeypatch):
     """Three more distributions: one that fails to import, one whose hook
@@ -120,17 +165,46 @@ def test_broken_plugins_are_reported_and_do_not_break_others(extra_plugins):
     assert "broken (broken-plugin)" in str(info.value)
 
 
+def test_hook_implementations_are_checked_against_the_specifications(invalid_plugins):
+    registry = Registry()
+    errors = {e.plugin: e for e in registry.errors()}
+    assert "unknown hook 'constrain_backend'" in errors["misspelled"].error
+    assert errors["misspelled"].distribution == "misspelled-plugin"
+    assert "config" in errors["argument"].error
+    assert "implements none of the hooks" in errors["hookless"].error
+    assert "returned object, not a list" in errors["notalist"].error
+    assert TEST_BACKEND in registry.names()  # the valid plugins still load
+
+
+def test_in_process_registration_of_an_invalid_plugin_raises_and_registers_nothing():
+    import pluggy
+
+    class Misspelled:
+        @ca.hookimpl
+        def constrain_workload(self):
+            return []
+
+    registry = Registry()
+    before = registry.names(), registry.workloads()
+    with pytest.raises(pluggy.PluginValidationError, match="unknown hook 'constrain_workload'"):
+        registry.register(Misspelled())
+    with pytest.raises(pluggy.PluginValidationError, match="implements none of the hooks"):
+        registry.register(object())
+    assert (registry.names(), registry.workloads()) == before and registry.errors() == []
+    # nothing is left pending: a valid plugin registers after the refusals
+    registry.register(Configurable)
+    assert "configurable" in registry.names()
+
+
+class Configurable(ca.BaseBackend):
+    name = "configurable"
+    capabilities = ca.Capabilities(kinds={"regex"})
+
+    def __init__(self, k: int = 0):
+        self.k = k
+
+
 def test_options_reach_the_backend_constructor():
-    class Configurable(ca.BaseBackend):
-        name = "configurable"
-        capabilities = ca.Capabilities(kinds={"regex"})
-
-        def __init__(self, k: int = 0):
-            self.k = k
-
-        def build(self, spec, vocab, **options):
-            raise NotImplementedError
-
     registry = Registry()
     unregister = registry.register(Configurable)
     assert registry.get("configurable", k=3).k == 3

@@ -187,6 +187,20 @@ def test_max_len_truncation_is_reported(vocab, model):
     assert g.complete is False
 
 
+@pytest.mark.parametrize("decoder", [argmax(), sample(1, 1.0)], ids=["argmax", "sample"])
+@pytest.mark.parametrize("max_len", [1, 3, 5])
+def test_max_len_truncates_a_forced_chain(vocab, model, decoder, max_len):
+    """A constraint that forces most tokens: the chain stops at ``max_len``."""
+    text = "forced-and-forced-again"
+    compiled = ca.get("naive").compile(ca.Choice([text]), vocab)
+    result = generate(model, vocab, [[vocab.eos_id]], compiled, decoder, max_len=max_len, seed=0)
+    (g,) = result.sequences
+    assert g.finish_reason == "max_len" and len(g.token_ids) == max_len
+    assert result.totals()["forced"] == g.forced
+    assert g.forced > 0 or max_len == 1  # the chain is what reached max_len
+    assert text.encode().startswith(g.data)
+
+
 def test_truncated_but_accepted_text_says_so(vocab):
     target = vocab.encode("abcdefgh")
     lm = ScriptedLM(target, width=vocab.size, eos_id=vocab.eos_id)

@@ -1,0 +1,132 @@
+"""Batch state: the live sequences ("rows") and what the model holds for them.
+
+One attention mask covers every cache slot: rows advance by different
+numbers of tokens, so right padding and rejected draft tokens stay in the
+cache, masked out (see :mod:`.model`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from ..protocols import Checker
+from .decoders import Sampling
+from .model import CausalLM
+from .results import StepRecord
+
+
+class Row:
+    """One sequence being generated."""
+
+    __slots__ = (
+        "checker",
+        "draft",
+        "forced",
+        "forced_now",
+        "generator",
+        "interventions",
+        "length",
+        "pending",
+        "prompt",
+        "reason",
+        "score",
+        "skip",
+        "slot",
+        "tokens",
+    )
+
+    def __init__(self, prompt: int, slot: int, checker: Checker | None, pending: list[int]):
+        self.prompt, self.slot, self.checker = prompt, slot, checker
+        self.pending = pending  # accepted tokens the model has not seen yet
+        self.draft: list[int] = []  # proposed tokens fed for verification
+        self.tokens: list[int] = []
+        self.length = 0  # attended cache slots
+        self.score = 0.0
+        self.interventions = 0
+        self.forced = 0
+        self.forced_now = 0  # length of the chain forced this step
+        self.reason: str | None = None
+        self.skip = False  # forced tokens appended this step: no pick
+        self.generator: torch.Generator | None = None
+
+
+class Batch:
+    """The live rows in lockstep, the model's cache for them, one attention
+    mask over all cache slots, and (with penalties) the tokens each row has
+    seen. Row ``i`` of every tensor belongs to ``rows[i]``."""
+
+    def __init__(self, model: CausalLM, rows: list[Row], prompts, params: Sampling):
+        self.model, self.device = model, model.device
+        self.rows = rows
+        self.cache = None
+        self.attn = torch.zeros((len(rows), 0), dtype=torch.long, device=self.device)
+        self.chunk_start = 0  # first cache slot of the last forward pass
+        self.seen = self.counts = None
+        self.params = params
+        if params.penalized:
+            shape_ = (len(rows), model.width)
+            self.seen = torch.zeros(shape_, dtype=torch.bool, device=self.device)
+            self.counts = torch.zeros(shape_, dtype=torch.float32, device=self.device)
+            for i, row in enumerate(rows):
+                ids = torch.tensor(prompts[row.prompt], device=self.device)
+                self.seen[i, ids] = True
+
+    def forward(self, chunks: list[list[int]], rec: StepRecord) -> torch.Tensor:
+        """Feed row ``i`` the tokens ``chunks[i]`` (right-padded) in one pass;
+        the logits for every fed position."""
+        width = max(map(len, chunks))
+        ids = np.zeros((len(chunks), width), dtype=np.int64)
+        attn = np.zeros((len(chunks), width), dtype=np.int64)
+        pos = np.zeros((len(chunks), width), dtype=np.int64)
+        for i, (row, chunk) in enumerate(zip(self.rows, chunks, strict=True)):
+            n = len(chunk)
+            ids[i, :n] = chunk
+            attn[i, :n] = 1
+            pos[i] = row.length + np.minimum(np.arange(width), n - 1)
+        dev = self.device
+        self.attn = torch.cat([self.attn, torch.from_numpy(attn).to(dev)], dim=1)
+        t0 = time.perf_counter()
+        logits, self.cache = self.model.forward(
+            torch.from_numpy(ids).to(dev), self.attn, torch.from_numpy(pos).to(dev), self.cache
+        )
+        sync(dev)
+        rec.forward = time.perf_counter() - t0
+        self.chunk_start = self.attn.shape[1] - width
+        for row in self.rows:
+            row.length += len(row.pending)  # draft slots count once verified
+            row.skip = False
+        return logits
+
+    def hide_slots(self, index: int, start: int, stop: int) -> None:
+        """Mask cache slots ``start:stop`` of row ``index`` out of attention."""
+        self.attn[index, start:stop] = 0
+
+    def count(self, index: int, tokens: list[int]) -> None:
+        """Record ``tokens`` as seen by row ``index`` (penalties)."""
+        if self.seen is None or not tokens:
+            return
+        ids = torch.tensor(tokens, device=self.device)
+        self.seen[index, ids] = True
+        self.counts[index].index_put_((ids,), torch.ones_like(ids, dtype=torch.float32), True)
+
+    def select(self, rows: list[Row], parents: list[int]) -> None:
+        """Make ``rows`` the batch; ``rows[k]`` continues old row ``parents[k]``
+        (dropping finished rows, or reordering beams)."""
+        self.rows = rows
+        if not rows:
+            return
+        index = torch.tensor(parents, device=self.device)
+        self.cache = self.model.select_rows(self.cache, index)
+        self.attn = self.attn.index_select(0, index)
+        if self.seen is not None:
+            self.seen = self.seen.index_select(0, index)
+            self.counts = self.counts.index_select(0, index)
+
+
+def sync(device: torch.device) -> None:
+    """Wait for queued device work, so phase timings are honest on CUDA."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)

@@ -1,0 +1,85 @@
+"""Masking for the loop: the packed bitmask buffer, filling it from the
+checkers (drafts included), and reading each filled row once to learn whether
+the constraint leaves a choice, forces one token, or allows nothing."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from ..masks import bitmask_words
+from .batch import Row
+from .results import StepRecord
+
+#: ``sole_tokens`` for a row that allows nothing (a dead end).
+NOTHING = -1
+#: ``sole_tokens`` for a row that allows more than one token (a choice).
+SEVERAL = -2
+
+
+def sole_tokens(words: np.ndarray) -> np.ndarray:
+    """For each row of packed int32 mask ``words`` (2-D): the one allowed
+    id, :data:`NOTHING` when none is allowed, :data:`SEVERAL` otherwise."""
+    nonzero = words != 0
+    count = np.count_nonzero(nonzero, axis=1)
+    first = nonzero.argmax(axis=1)
+    word = words[np.arange(len(words)), first].view(np.uint32)
+    one_bit = (count == 1) & ((word & (word - np.uint32(1))) == 0)
+    out = np.where(count == 0, NOTHING, SEVERAL)
+    if one_bit.any():
+        # log2 of a power of two is exact in float64
+        bit = np.log2(word[one_bit].astype(np.float64)).astype(np.int64)
+        out[one_bit] = first[one_bit] * 32 + bit
+    return out
+
+
+class MaskBuffer:
+    """One packed bitmask reused across steps (pinned for a CUDA model, so it
+    moves without a copy through pageable memory), and a scratch row."""
+
+    def __init__(self, vocab_size: int, device: torch.device):
+        self.words = bitmask_words(vocab_size)
+        self.device = device
+        self._bitmask = torch.zeros((0, self.words), dtype=torch.int32)
+        self._scratch = np.zeros((1, self.words), dtype=np.int32)
+
+    def rows(self, n: int) -> torch.Tensor:
+        """The first ``n`` rows (contents undefined until filled)."""
+        if self._bitmask.shape[0] < n:
+            pin = self.device.type == "cuda"
+            self._bitmask = torch.zeros(
+                (max(n, 2 * self._bitmask.shape[0]), self.words), dtype=torch.int32, pin_memory=pin
+            )
+        return self._bitmask[:n]
+
+    def sole_token(self, checker) -> int:
+        """``sole_tokens`` of ``checker``'s mask now (filled into the scratch row)."""
+        checker.fill_mask(self._scratch, 0)
+        return int(sole_tokens(self._scratch)[0])
+
+
+def fill_positions(rows: list[Row], compiled, bitmask: torch.Tensor, rec: StepRecord) -> None:
+    """Masks for every position whose logits the step reads: one per row, and
+    one after each draft token (filled by advancing the checker along the
+    draft and rolling it back). A ``compiled`` artifact fills a draft-free
+    batch at once (``fill_masks``: a backend may do it in parallel)."""
+    t0 = time.perf_counter()
+    if all(not row.draft for row in rows):
+        checkers = [row.checker for row in rows]
+        if compiled is not None:
+            compiled.fill_masks(checkers, bitmask)
+        else:
+            for i, checker in enumerate(checkers):
+                checker.fill_mask(bitmask, i)
+    else:
+        j = 0
+        for row in rows:
+            for k in range(len(row.draft) + 1):
+                row.checker.fill_mask(bitmask, j)
+                j += 1
+                if k < len(row.draft):
+                    row.checker.update([row.draft[k]])
+            row.checker.rollback(len(row.draft))
+    rec.mask += time.perf_counter() - t0

@@ -1,0 +1,230 @@
+"""One step of argmax or sampling: masks, forced chains, opportunistic
+masking, the pick, and advancing the checkers (verifying drafts)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import torch
+
+from ..masks import apply_bitmask_
+from .batch import Row, sync
+from .decoders import apply_penalties_, gumbel_rows, shape
+from .masking import NOTHING, SEVERAL, fill_positions, sole_tokens
+from .results import StepRecord
+
+
+class SampleStep:
+    """Argmax and sampling (not beams) for ``loop``: its settings (``vocab``,
+    ``decoder``, ``params``, ``max_len``, ``eos``, ``forced``,
+    ``opportunistic``, ``constrained``, ``compiled``), its ``batch``,
+    ``buffer`` and ``drafts``, and ``loop.finish(row, reason)``."""
+
+    def __init__(self, loop: Any):
+        self.loop = loop
+
+    def __call__(self, logits: torch.Tensor, where, rec: StepRecord) -> None:
+        """Pick one token for every position in ``where`` ((row, position)
+        pairs: after the pending tokens, and after each draft token) of the
+        live rows that are not forced this step."""
+        loop = self.loop
+        rows = loop.batch.rows
+        bitmask = None
+        forced_at: dict[int, int] = {}  # position -> the first token a chain forced there
+        if loop.constrained and not loop.opportunistic:
+            bitmask = loop.buffer.rows(len(where))
+            fill_positions(rows, loop.compiled, bitmask, rec)
+            self._triage(bitmask, where, forced_at, rec)
+        flat = [j for j, (i, _) in enumerate(where) if rows[i].reason is None and not rows[i].skip]
+        judged = flat + list(forced_at)
+        if not judged:
+            return
+        t0 = time.perf_counter()
+        dev, params = loop.batch.device, loop.params
+        index_rows = torch.tensor([where[j][0] for j in judged], device=dev)
+        x = logits[index_rows, torch.tensor([where[j][1] for j in judged], device=dev)]
+        seen = loop.batch.seen
+        if seen is not None:
+            apply_penalties_(x, seen[index_rows], loop.batch.counts[index_rows], params)
+        raw = x.clone()
+        raw[:, loop.vocab.size :] = float("-inf")
+        noise = None
+        if loop.decoder.is_random:
+            noise = gumbel_rows(x, [rows[where[j][0]].generator for j in judged])
+        shaped_raw = shape(raw, loop.decoder, params)
+        free_ids = _argmax(shaped_raw, noise)
+        free = free_ids.tolist()
+        # The first token of a forced chain is judged like a pick (the rest of
+        # the chain had no forward pass, so no model choice to compare with).
+        for j, free_pick in zip(forced_at, free[len(flat) :], strict=True):
+            if free_pick != forced_at[j]:
+                rows[where[j][0]].interventions += 1
+                rec.interventions += 1
+        for j in forced_at:
+            row = rows[where[j][0]]
+            loop.batch.count(where[j][0], row.tokens[len(row.tokens) - row.forced_now :])
+        rec.sample += time.perf_counter() - t0
+        if not flat:
+            return
+        x, free = x[: len(flat)], free[: len(flat)]
+        noise = None if noise is None else noise[: len(flat)]
+        if not loop.constrained:  # the model's own pick is the pick
+            t0 = time.perf_counter()
+            logp = torch.log_softmax(shaped_raw, dim=-1).gather(1, free_ids[:, None])[:, 0]
+            rec.sample += time.perf_counter() - t0
+            self._advance(flat, where, free, free, logp.tolist(), rec)
+            return
+        if loop.opportunistic:
+            picks, logp = self._opportunistic(x, free, noise, [where[j][0] for j in flat], rec)
+        else:
+            t0 = time.perf_counter()
+            selected = bitmask[torch.tensor(flat)] if len(flat) < len(where) else bitmask
+            apply_bitmask_(x, selected, vocab_size=loop.vocab.size)
+            sync(dev)
+            rec.apply += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            shaped = shape(x, loop.decoder, params)
+            chosen = _argmax(shaped, noise)
+            logp = torch.log_softmax(shaped, dim=-1).gather(1, chosen[:, None])[:, 0].tolist()
+            picks = chosen.tolist()
+            rec.sample += time.perf_counter() - t0
+        self._advance(flat, where, picks, free, logp, rec)
+
+    def _triage(self, bitmask: torch.Tensor, where, forced_at: dict, rec: StepRecord) -> None:
+        """Finish rows that allow only EOS or nothing; append forced tokens."""
+        loop = self.loop
+        sole = sole_tokens(bitmask.numpy()).tolist()
+        for j, (i, _) in enumerate(where):
+            row = loop.batch.rows[i]
+            if row.draft:  # the first position allows at least draft[0]
+                continue
+            single = sole[j]
+            if single == SEVERAL:
+                continue
+            if single == NOTHING:
+                loop.finish(row, "dead_end")
+            elif single in loop.eos:
+                loop.finish(row, "finished")
+            elif loop.forced:
+                forced_at[j] = single
+                self._force(row, single, rec)
+
+    def _force(self, row: Row, token: int, rec: StepRecord) -> None:
+        """Append ``token`` and whatever the constraint forces after it; the
+        chain is fed in the next forward pass."""
+        loop = self.loop
+        t0 = time.perf_counter()
+        chain = []
+        while True:
+            row.checker.update([token])
+            row.tokens.append(token)
+            chain.append(token)
+            row.forced += 1
+            if len(row.tokens) >= loop.max_len:
+                loop.finish(row, "max_len")
+                break
+            single = loop.buffer.sole_token(row.checker)
+            if single == SEVERAL:
+                break
+            if single == NOTHING:
+                loop.finish(row, "dead_end")
+                break
+            if single in loop.eos:
+                loop.finish(row, "finished")
+                break
+            token = single
+        rec.forced += len(chain)
+        rec.mask += time.perf_counter() - t0
+        row.pending = chain
+        row.forced_now = len(chain)
+        row.skip = True
+
+    def _opportunistic(self, x, free, noise, row_ids, rec: StepRecord):
+        """Keep the model's own pick where the checker accepts it; mask and
+        pick again only the rows where it is rejected."""
+        loop = self.loop
+        rows = loop.batch.rows
+        t0 = time.perf_counter()
+        picks = list(free)
+        rejected = [
+            k
+            for k, (i, t) in enumerate(zip(row_ids, picks, strict=True))
+            if not rows[i].checker.accepts(t)
+        ]
+        rec.mask += time.perf_counter() - t0
+        if rejected:
+            bitmask = loop.buffer.rows(len(rejected))
+            t0 = time.perf_counter()
+            for j, k in enumerate(rejected):
+                rows[row_ids[k]].checker.fill_mask(bitmask, j)
+            rec.mask += time.perf_counter() - t0
+            sole = sole_tokens(bitmask.numpy()).tolist()
+            t0 = time.perf_counter()
+            index = torch.tensor(rejected, device=loop.batch.device)
+            sub = x.index_select(0, index)
+            apply_bitmask_(sub, bitmask, vocab_size=loop.vocab.size)
+            rec.apply += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            again = _argmax(
+                shape(sub, loop.decoder, loop.params),
+                None if noise is None else noise.index_select(0, index),
+            ).tolist()
+            for j, k in enumerate(rejected):
+                row = rows[row_ids[k]]
+                if sole[j] == NOTHING:
+                    loop.finish(row, "dead_end")
+                elif sole[j] in loop.eos:
+                    loop.finish(row, "finished")
+                picks[k] = again[j]
+            rec.sample += time.perf_counter() - t0
+        # The normalising mask is not built for accepted picks: no score.
+        return picks, [math.nan] * len(picks)
+
+    def _advance(self, flat, where, picks, free, logp, rec: StepRecord) -> None:
+        """Verify drafts against the picks, append the accepted tokens, update
+        checkers, finish rows, and ask for the next drafts."""
+        loop = self.loop
+        t0 = time.perf_counter()
+        rows = loop.batch.rows
+        k = 0
+        while k < len(flat):
+            i = where[flat[k]][0]
+            row = rows[i]
+            draft = row.draft
+            accepted = 0
+            while True:
+                token = picks[k]
+                row.score += logp[k]
+                if token != free[k]:
+                    row.interventions += 1
+                    rec.interventions += 1
+                k += 1
+                if accepted < len(draft) and token == draft[accepted]:
+                    accepted += 1
+                    continue
+                break
+            k += len(draft) - accepted  # positions after the rejection
+            if row.reason is not None:  # finished while opportunistic masking
+                continue
+            loop.drafts.settle(loop.batch, i, row, accepted, rec)
+            new = [*draft[:accepted], token]
+            if row.checker is not None:
+                row.checker.update(new)
+            ended = token in loop.eos
+            row.tokens.extend(new[:-1] if ended else new)
+            loop.batch.count(i, new)
+            if ended:
+                loop.finish(row, "eos")
+            elif len(row.tokens) >= loop.max_len:
+                loop.finish(row, "max_len")
+            else:
+                row.pending = [token]
+                loop.drafts.propose(row)
+        rec.update += time.perf_counter() - t0
+
+
+def _argmax(scores: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
+    """Gumbel-max when ``noise`` is given (a sample), plain argmax otherwise."""
+    return (scores if noise is None else scores + noise).argmax(dim=-1)

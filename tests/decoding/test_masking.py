@@ -1,0 +1,39 @@
+"""The loop reads each filled mask row once: ``sole_tokens`` against a
+brute-force reading of the bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from constrain_api.decoding.masking import NOTHING, SEVERAL, sole_tokens
+
+
+def _brute(row: np.ndarray) -> int:
+    bits = np.unpackbits(row.view(np.uint8), bitorder="little")
+    ids = np.flatnonzero(bits)
+    if ids.size == 0:
+        return NOTHING
+    return int(ids[0]) if ids.size == 1 else SEVERAL
+
+
+@pytest.mark.parametrize("words", [1, 3, 4008])
+def test_sole_tokens_agrees_with_the_bits(words):
+    rng = np.random.default_rng(words)
+    rows = [np.zeros(words, dtype=np.int32)]  # nothing allowed
+    for bit in [0, 31, 32 * words - 1, 32 * (words // 2) + 17]:  # exactly one, sign bit included
+        row = np.zeros(words, dtype=np.int32)
+        row.view(np.uint32)[bit // 32] = np.uint32(1) << np.uint32(bit % 32)
+        rows.append(row)
+    two_in_a_word = np.zeros(words, dtype=np.int32)
+    two_in_a_word[-1] = 0b101
+    rows.append(two_in_a_word)
+    if words > 1:
+        two_words = np.zeros(words, dtype=np.int32)
+        two_words[0], two_words[-1] = 1, 1
+        rows.append(two_words)
+    noise = rng.integers(-(2**31), 2**31, (3, words), dtype=np.int64).astype(np.int32)
+    rows += list(noise)
+    batch = np.stack(rows)
+    assert sole_tokens(batch).tolist() == [_brute(r) for r in batch]
+    assert SEVERAL in sole_tokens(batch).tolist() and NOTHING in sole_tokens(batch).tolist()
