@@ -10,7 +10,8 @@ See ``docs/architecture.md`` for the layers and the protocol contracts.
 
 from .automata import ByteDFA, parse_regex, utf8_sequences
 from .base import BaseCompiled, MatcherChecker, StateChecker, rejection_reason
-from .compiler import BaseBackend, BaseCompiler, CacheInfo, ContentCache, Options
+from .caching import CacheInfo, ContentCache, clear_caches, core_caches
+from .compiler import BaseBackend, BaseCompiler, Options
 from .errors import (
     BackendNotFound,
     CompileLimitExceeded,
@@ -119,6 +120,8 @@ __all__ = [
     "bitmask_from_bool",
     "bitmask_to_bool",
     "bitmask_words",
+    "clear_caches",
+    "core_caches",
     "dfa_for_predicate",
     "get",
     "hookimpl",

@@ -23,15 +23,13 @@ such as an engine's own JSON-schema compiler or a plugin's own kind).
 from __future__ import annotations
 
 import dataclasses
-import sys
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
+from .caching import CacheInfo, ContentCache, default_size
 from .errors import UnsupportedConstraint
 from .lowering import ContextFree, Regular, lower
 
@@ -41,91 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .specs import Constraint
     from .vocabulary import Vocabulary
 
-V = TypeVar("V")
-
 #: Compile options as attributes (``options.max_states``).
 Options = SimpleNamespace
-
-
-def default_size(value: Any) -> int:
-    """Bytes of a cached value: its ``nbytes`` when it has one (numpy arrays,
-    artifacts that report it), else ``sys.getsizeof`` (a lower bound)."""
-    nbytes = getattr(value, "nbytes", None)
-    return int(nbytes) if isinstance(nbytes, int) else sys.getsizeof(value)
-
-
-@dataclass(frozen=True)
-class CacheInfo:
-    """One cache's figures: entries, bound, hits, misses, bytes (estimated)."""
-
-    entries: int
-    maxsize: int
-    hits: int
-    misses: int
-    nbytes: int
-
-
-class ContentCache(Generic[V]):
-    """A bounded, thread-safe LRU keyed by content (hashable values that
-    describe what was built: a pattern, a set of classes, never ``id()``).
-
-    ``maxsize=0`` keeps nothing; ``sizeof`` estimates an entry's bytes when
-    :meth:`info` is asked."""
-
-    def __init__(self, maxsize: int, sizeof: Callable[[Any], int] = default_size):
-        if maxsize < 0:
-            raise ValueError(f"a cache holds 0 entries or more, not {maxsize}")
-        self.maxsize = maxsize
-        self._sizeof = sizeof
-        self._entries: OrderedDict[Hashable, V] = OrderedDict()
-        self._lock = threading.Lock()
-        self._hits = self._misses = 0
-
-    def get(self, key: Hashable) -> V | None:
-        """The value for ``key`` (now the most recent), or ``None``."""
-        with self._lock:
-            value = self._entries.get(key)
-            if value is None:
-                self._misses += 1
-                return None
-            self._hits += 1
-            self._entries.move_to_end(key)
-            return value
-
-    def put(self, key: Hashable, value: V) -> V:
-        """Keep ``value`` for ``key`` (the least recent entries go past
-        ``maxsize``); returns the value kept (an earlier one wins a race)."""
-        with self._lock:
-            known = self._entries.get(key)
-            if known is not None:
-                return known
-            self._entries[key] = value
-            while len(self._entries) > self.maxsize:
-                self._entries.popitem(last=False)
-            return value
-
-    def get_or_build(self, key: Hashable, build: Callable[[], V]) -> V:
-        """The value for ``key``, built by ``build()`` (outside the lock) on a miss."""
-        value = self.get(key)
-        return self.put(key, build()) if value is None else value
-
-    def clear(self) -> None:
-        """Drop every entry (the counters stay)."""
-        with self._lock:
-            self._entries.clear()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, key: Hashable) -> bool:
-        return key in self._entries
-
-    def info(self) -> CacheInfo:
-        """Entries, bound, hits, misses and estimated bytes."""
-        with self._lock:
-            values = list(self._entries.values())
-        nbytes = sum(self._sizeof(value) for value in values)
-        return CacheInfo(len(values), self.maxsize, self._hits, self._misses, nbytes)
 
 
 class BaseCompiler:

@@ -25,11 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from lark.load_grammar import load_grammar as _load_grammar
-
 from .automata import DEFAULT_MAX_STATES, ByteDFA, quantifier_modes
 from .errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
-from .specs import Grammar
+from .specs import Grammar, compiled_lark_grammar
 
 
 @dataclass(frozen=True)
@@ -114,8 +112,7 @@ def lower_grammar(spec: Grammar, *, backend: str = "grammar") -> GrammarIR:
     quantifiers, and (from the regex translation) for lookarounds that inspect
     text outside the terminal's match, such as lark.lark's ``[?](?![a-z])``.
     """
-    grammar, _ = _load_grammar(spec.text, "<string>", [], False)
-    terminal_defs, rules, ignore = grammar.compile([spec.start], set())
+    terminal_defs, rules, ignore = compiled_lark_grammar(spec.text, spec.start)
     defined = {t.name for t in terminal_defs}
     out_rules = []
     for rule in rules:

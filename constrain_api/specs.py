@@ -29,6 +29,7 @@ from lark.exceptions import LarkError, UnexpectedInput, UnexpectedToken
 from lark.load_grammar import load_grammar as _load_grammar
 
 from . import where as _where
+from .caching import core_cache
 from .errors import ConstraintError
 
 __all__ = [
@@ -177,6 +178,21 @@ def _locate_symbol(text: str, message: str) -> str | None:
     return f"{tok.line}:{tok.column}" if tok is not None else None
 
 
+@functools.lru_cache(maxsize=64)
+def _loaded_grammar(text: str) -> Any:
+    """lark's loaded grammar of ``text`` (lark's exceptions propagate); cached."""
+    grammar, _ = _load_grammar(text, "<string>", [], False)
+    return grammar
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_lark_grammar(text: str, start: str) -> tuple[list, list, list]:
+    """lark's ``(terminal defs, rules, ignored names)`` of a grammar text for
+    ``start``, loaded once for validation and lowering (cached, read-only:
+    ``lark.load_grammar.Grammar.compile`` copies what it returns)."""
+    return _loaded_grammar(text).compile([start], set())
+
+
 @functools.lru_cache(maxsize=256)
 def _validate_grammar(text: str, start: str) -> None:
     """Validate a Lark grammar; cached on success (the key is the whole spec)."""
@@ -189,14 +205,14 @@ def _validate_grammar(text: str, start: str) -> None:
             f"{line}:{m[0].index('%') + 1}",
         )
     try:
-        grammar, _ = _load_grammar(text, "<string>", [], False)
+        grammar = _loaded_grammar(text)
         rules = {name for name, params, _tree, _opts in grammar.rule_defs if not params}
         if start not in rules:
             if any(name == start for name, *_ in grammar.rule_defs):
                 _grammar_error(f"start rule {start!r} is a template, not a rule")
             known = ", ".join(sorted(rules)[:8]) + (", ..." if len(rules) > 8 else "")
             _grammar_error(f"start rule {start!r} is not defined (rules: {known or 'none'})")
-        terminals, _rules, _ignore = grammar.compile([start], set())
+        terminals, _rules, _ignore = compiled_lark_grammar(text, start)
     except ConstraintError:
         raise
     except UnexpectedInput as e:
@@ -543,3 +559,8 @@ class Where(Constraint):
 def spec_kinds() -> dict[str, type[Constraint]]:
     """The built-in spec kinds by ``kind`` name (a fresh dict; the registry adds plugins')."""
     return {cls.kind: cls for cls in (Regex, Grammar, JsonSchema, Choice, Where)}
+
+
+core_cache("grammar validations", _validate_grammar)
+core_cache("lark grammars", _loaded_grammar)
+core_cache("compiled lark grammars", compiled_lark_grammar)

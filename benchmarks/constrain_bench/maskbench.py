@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 import constrain_api as ca
+from constrain_api.caching import SPEC_CACHES
 from constrain_api.jsonschema import instance_text
 from constrain_api.shared import shared_file
 
@@ -160,6 +161,9 @@ def run_schema(
         doc = json.loads(path.read_text(encoding="utf-8"))
         schema, tests = doc["schema"], doc.get("tests", [])
         spec = ca.JsonSchema(schema)
+        # a schema not seen before: the core forgets whole specs (a few files
+        # repeat a schema) and keeps what specs share, as a serving engine does
+        ca.clear_caches(*SPEC_CACHES)
         t0 = time.perf_counter_ns()
         compiled = backend.compile(spec, vocab)
         compiled.checker().fill_mask(bitmask, 0)

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..caching import ContentCache, core_cache
 from ..errors import CompileLimitExceeded
 from .regex import (
     Alt,
@@ -59,6 +60,13 @@ def _states_exceeded(max_states: int, value: int, what: str) -> CompileLimitExce
 
 
 # ----------------------------------------------------------------- the class
+
+
+def _dfa_bytes(dfa: ByteDFA) -> int:
+    """Estimated bytes of a cached automaton: its tables, and the Python
+    lists of ``rows`` once built (a pointer per entry)."""
+    lists = dfa.num_states * 256 * 8 if dfa._rows is not None else 0
+    return dfa.table.nbytes + dfa._classes[0].nbytes + lists
 
 
 class ByteDFA:
@@ -261,8 +269,15 @@ class ByteDFA:
         cls, pattern: str, *, max_states: int = DEFAULT_MAX_STATES, whole_text: bool = False
     ) -> ByteDFA:
         """The minimal DFA of ``re.fullmatch(pattern, text)`` over UTF-8 (see ``parse_regex``,
-        which also explains ``whole_text``)."""
-        return cls.from_node(parse_regex(pattern, whole_text=whole_text), max_states=max_states)
+        which also explains ``whole_text``). Cached by the pattern's text and
+        the arguments (the core cache ``"regex automata"``): the JSON string,
+        number and literal terminals every schema has are built once."""
+        key = (pattern, max_states, whole_text)
+        dfa = _REGEX_AUTOMATA.get(key)
+        if dfa is None:
+            node = parse_regex(pattern, whole_text=whole_text)
+            dfa = _REGEX_AUTOMATA.put(key, cls.from_node(node, max_states=max_states))
+        return dfa
 
     @classmethod
     def from_node(cls, node: Node, *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
@@ -879,3 +894,9 @@ def _determinize(
         small[rows, np.repeat(clo, lens) + offsets] = np.repeat(np.array(out_to), lens)
     accepting = np.array([final in st for st in sets], dtype=bool)
     return small, classmap, accepting
+
+
+#: ``from_regex`` results by (pattern, max_states, whole_text); bounded.
+_REGEX_AUTOMATA: ContentCache[ByteDFA] = core_cache(
+    "regex automata", ContentCache(1024, sizeof=_dfa_bytes)
+)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 
+from ..caching import core_cache
 from ..specs import Grammar, JsonSchema, Regex
 from .instances import instance_text
 from .ir import Rx, to_lark
@@ -62,3 +63,6 @@ def lower_json_schema(spec: JsonSchema) -> Regex | Grammar:
     start = lowerer.lower_document()
     rules = {"start": start, **lowerer.rules}
     return Grammar(to_lark("start", rules), start="start")
+
+
+core_cache("lowered json schemas", lower_json_schema)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 
 from ..automata import ByteDFA, Empty, Literal, alt, parse_regex
+from ..caching import core_cache
 from ..errors import UnsupportedConstraint
 from ..grammar import lower_grammar
 from ..jsonschema import lower_json_schema
@@ -71,3 +72,6 @@ def lower(spec: Constraint) -> Language:
     if kind == "grammar":
         return ContextFree(lower_grammar(spec))
     raise UnsupportedConstraint("lowering", f"{kind} constraints", "the core lowers no such kind")
+
+
+core_cache("lowered specs", lower)

@@ -43,7 +43,7 @@ from constrain_api import (
 )
 
 from .scanner import BOUNDARY, ScannerGrammar
-from .trees import SubterminalTree, TrieLists, build_tree
+from .trees import SubterminalTree, TrieLevels, build_tree
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
 #: exact for every k: a regular constraint is one terminal, which no token can span
@@ -56,12 +56,12 @@ State = frozenset  # of Config
 
 
 class DominoCompiler(BaseCompiler):
-    """The vocabulary's token trie as lists (``TrieLists``), shared by every
+    """The vocabulary's token trie by depth (``TrieLevels``), shared by every
     compilation; a constraint becomes a scanner grammar and lark's tables."""
 
     def __init__(self, backend, vocab):
         super().__init__(backend, vocab)
-        self.trie = TrieLists(vocab)
+        self.trie = TrieLevels(vocab)
 
     def compile_regular(self, language, spec, options) -> DominoCompiled:
         """A regular language as a one-terminal grammar."""
@@ -123,7 +123,7 @@ class DominoCompiled(BaseCompiled):
         stats,
         grammar: ScannerGrammar,
         lr: LRTable,
-        trie: TrieLists,
+        trie: TrieLevels,
         k,
         mask_cache: int,
     ):

@@ -36,7 +36,7 @@ class ScannerGrammar:
     start: str
 
     def __post_init__(self) -> None:
-        self.rows = [d.rows for d in self.dfas]
+        self.rows = [_Rows(d) for d in self.dfas]
         self.accept = [d.accept for d in self.dfas]
         self.starts = [d.start for d in self.dfas]
         self.index = {name: i for i, name in enumerate(self.names)}
@@ -84,6 +84,21 @@ class ScannerGrammar:
         return cls(
             names, [grammar.dfas[n] for n in names], list(grammar.rules), ignore, grammar.start
         )
+
+
+class _Rows(dict):
+    """A DFA's transition rows as Python lists (``rows[state][byte]``), each
+    converted on first use: a walk visits few of a large terminal's states."""
+
+    __slots__ = ("_table",)
+
+    def __init__(self, dfa: ByteDFA):
+        super().__init__()
+        self._table = dfa.table
+
+    def __missing__(self, state: int) -> list[int]:
+        row = self[state] = self._table[state].tolist()
+        return row
 
 
 def _adjacency(g: ScannerGrammar) -> tuple[list[frozenset[int]], frozenset[int]]:

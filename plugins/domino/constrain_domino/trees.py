@@ -17,17 +17,20 @@ The trees know nothing of the parser: they are computed once per position
 and vocabulary, by one walk over the vocabulary's byte trie with the
 scanner's sets of (tree node, terminal, state) as the walk's state (sets are
 interned and their steps memoized, so the walk's cost is the trie's live
-part, not the tokens' segmentations). At decoding time the parser prunes
-them (``DominoCompiled``).
+part, not the tokens' segmentations). The walk goes one trie depth at a
+time with numpy: a level's nodes look up their sets in the memo table at
+once, and only (set, byte) pairs never met before run Python. At decoding
+time the parser prunes the trees (``DominoCompiled``).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from constrain_api import TokenMask, Vocabulary
+from constrain_api import Vocabulary, bitmask_words, pack_row
 
 from .scanner import BOUNDARY, ScannerGrammar
 
@@ -66,23 +69,39 @@ class SubterminalTree:
         return free + sum(m.nbytes for groups in self.checked for _, m in groups)
 
 
-class TrieLists:
-    """The vocabulary trie's arrays as Python lists, for the per-node walk."""
+class TrieLevels:
+    """The vocabulary's token trie by depth, for the level-by-level walk:
+    ``levels[d]`` holds the nodes at depth ``d + 1`` as arrays ``(nodes,
+    parents, bytes)``; ``token_nodes``/``token_ids`` map tokens to nodes."""
 
     def __init__(self, vocab: Vocabulary):
         trie = vocab.trie()
         self.size = vocab.size
-        self.edge = trie.edge_byte.tolist()
-        self.parent = trie.parent.tolist()
-        self.end = trie.subtree_end.tolist()
-        self.num_nodes = len(self.edge)
+        self.num_nodes = int(trie.num_nodes)
+        parent = trie.parent.astype(np.int64)
+        depth = np.zeros(self.num_nodes, dtype=np.int64)
+        order = parent.tolist()
+        depth_list = depth.tolist()
+        for n in range(1, self.num_nodes):  # preorder: a parent comes before its children
+            depth_list[n] = depth_list[order[n]] + 1
+        depth = np.asarray(depth_list, dtype=np.int64)
+        by_depth = np.argsort(depth, kind="stable")
+        bounds = np.searchsorted(depth[by_depth], np.arange(1, int(depth.max()) + 2))
+        edge = trie.edge_byte.astype(np.int64)
+        self.levels = []
+        for lo, hi in itertools.pairwise(bounds):
+            nodes = by_depth[lo:hi]
+            self.levels.append((nodes, parent[nodes], edge[nodes]))
         offsets = trie.token_offsets
         self.token_nodes = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
         self.token_ids = trie.token_ids
 
 
+_UNKNOWN = -2
+
+
 def build_tree(
-    grammar: ScannerGrammar, position: tuple[int, int], trie: TrieLists
+    grammar: ScannerGrammar, position: tuple[int, int], trie: TrieLevels
 ) -> SubterminalTree:
     """The subterminal tree of ``position`` over the vocabulary of ``trie``."""
     tree = SubterminalTree()
@@ -92,7 +111,6 @@ def build_tree(
     start = frozenset() if position == BOUNDARY else frozenset({(0, t0, q0, True)})
     sets: list[frozenset] = [start]
     ids: dict[frozenset, int] = {start: 0}
-    steps: list[dict[int, int]] = [{}]
 
     follows, label = grammar.follows, tree.label
 
@@ -125,28 +143,36 @@ def build_tree(
         if nxt is None:
             nxt = ids[key] = len(sets)
             sets.append(key)
-            steps.append({})
         return nxt
 
-    edge, parent, end = trie.edge, trie.parent, trie.end
-    node_set = [-1] * trie.num_nodes
+    # The walk's set at every trie node, one depth at a time: a node's set is
+    # step(its parent's set, its byte), a pure function of the pair, so each
+    # level is one table lookup for all its nodes; only pairs not met before
+    # run ``step`` (in Python). Dead nodes (-1) have dead subtrees.
+    steps = np.full((64, 256), _UNKNOWN, dtype=np.int64)
+    node_set = np.full(trie.num_nodes, -1, dtype=np.int64)
     node_set[0] = 0
-    n = 1
-    while n < trie.num_nodes:
-        sid = node_set[parent[n]]
-        memo = steps[sid]
-        byte = edge[n]
-        nxt = memo.get(byte)
-        if nxt is None:
-            nxt = memo[byte] = step(sid, byte)
-        if nxt < 0:
-            n = end[n]  # no token below continues: skip the subtree
-            continue
-        node_set[n] = nxt
-        n += 1
+    for nodes, parents, edges in trie.levels:
+        here = node_set[parents]
+        live = here >= 0
+        if not live.any():
+            break  # deeper nodes all descend from dead ones
+        nodes, here, edges = nodes[live], here[live], edges[live]
+        nxt = steps[here, edges]
+        unknown = nxt == _UNKNOWN
+        if unknown.any():
+            for pair in np.unique(here[unknown] * 256 + edges[unknown]).tolist():
+                sid, byte = divmod(pair, 256)
+                steps[sid, byte] = step(sid, byte)
+                if len(sets) > steps.shape[0]:
+                    grown = np.full((2 * len(sets), 256), _UNKNOWN, dtype=np.int64)
+                    grown[: steps.shape[0]] = steps
+                    steps = grown
+            nxt = steps[here, edges]
+        node_set[nodes] = nxt
 
     # tokens by walk set, then groups by (tree node, terminal, free?)
-    token_sets = np.asarray(node_set, dtype=np.int64)[trie.token_nodes]
+    token_sets = node_set[trie.token_nodes]
     live = token_sets >= 0  # (only the trie's root, which holds no token, has the start set)
     tokens, token_sets = trie.token_ids[live], token_sets[live]
     order = np.argsort(token_sets, kind="stable")
@@ -176,6 +202,10 @@ def build_tree(
 
 
 def _packed(parts: list[np.ndarray], size: int) -> np.ndarray:
-    words = TokenMask.from_ids(np.unique(np.concatenate(parts)), size).words
+    """The packed row of the token ids in ``parts`` (read-only)."""
+    allowed = np.zeros(bitmask_words(size) * 32, dtype=bool)  # padded: packed without a copy
+    for part in parts:
+        allowed[part] = True
+    words = pack_row(allowed)
     words.flags.writeable = False
     return words

@@ -1,0 +1,145 @@
+"""Bounded caches keyed by content, and the core's process-wide ones.
+
+A :class:`ContentCache` is a thread-safe LRU whose keys describe what was
+built (a pattern, a set of classes, never ``id()``), so a hit is the same
+object a fresh build would equal. Compilers own theirs per vocabulary
+(``BaseCompiler.cache``); the core keeps a few process-wide ones, listed by
+:func:`core_caches` and emptied by :func:`clear_caches` (benchmarks do that
+to measure a first compile).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+V = TypeVar("V")
+
+
+def default_size(value: Any) -> int:
+    """Bytes of a cached value: its ``nbytes`` when it has one (numpy arrays,
+    artifacts that report it), else ``sys.getsizeof`` (a lower bound)."""
+    nbytes = getattr(value, "nbytes", None)
+    return int(nbytes) if isinstance(nbytes, int) else sys.getsizeof(value)
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """One cache's figures: entries, bound, hits, misses, bytes (estimated)."""
+
+    entries: int
+    maxsize: int
+    hits: int
+    misses: int
+    nbytes: int
+
+
+class ContentCache(Generic[V]):
+    """A bounded, thread-safe LRU keyed by content (hashable values that
+    describe what was built: a pattern, a set of classes, never ``id()``).
+
+    ``maxsize=0`` keeps nothing; ``sizeof`` estimates an entry's bytes when
+    :meth:`info` is asked."""
+
+    def __init__(self, maxsize: int, sizeof: Callable[[Any], int] = default_size):
+        if maxsize < 0:
+            raise ValueError(f"a cache holds 0 entries or more, not {maxsize}")
+        self.maxsize = maxsize
+        self._sizeof = sizeof
+        self._entries: OrderedDict[Hashable, V] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = self._misses = 0
+
+    def get(self, key: Hashable) -> V | None:
+        """The value for ``key`` (now the most recent), or ``None``."""
+        with self._lock:
+            value = self._entries.get(key)
+            if value is None:
+                self._misses += 1
+                return None
+            self._hits += 1
+            self._entries.move_to_end(key)
+            return value
+
+    def put(self, key: Hashable, value: V) -> V:
+        """Keep ``value`` for ``key`` (the least recent entries go past
+        ``maxsize``); returns the value kept (an earlier one wins a race)."""
+        with self._lock:
+            known = self._entries.get(key)
+            if known is not None:
+                return known
+            self._entries[key] = value
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+            return value
+
+    def get_or_build(self, key: Hashable, build: Callable[[], V]) -> V:
+        """The value for ``key``, built by ``build()`` (outside the lock) on a miss."""
+        value = self.get(key)
+        return self.put(key, build()) if value is None else value
+
+    def clear(self) -> None:
+        """Drop every entry (the counters stay)."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._entries
+
+    def info(self) -> CacheInfo:
+        """Entries, bound, hits, misses and estimated bytes."""
+        with self._lock:
+            values = list(self._entries.values())
+        nbytes = sum(self._sizeof(value) for value in values)
+        return CacheInfo(len(values), self.maxsize, self._hits, self._misses, nbytes)
+
+
+_CORE: dict[str, Any] = {}
+
+
+def core_cache(name: str, cache: Any) -> Any:
+    """Register a process-wide cache of the core under ``name``: a
+    ``ContentCache`` or an ``functools.lru_cache`` function. Returns it."""
+    _CORE[name] = cache
+    return cache
+
+
+def core_caches() -> dict[str, CacheInfo]:
+    """The core's process-wide caches and their figures."""
+    out = {}
+    for name, cache in sorted(_CORE.items()):
+        if isinstance(cache, ContentCache):
+            out[name] = cache.info()
+        else:  # functools.lru_cache
+            info = cache.cache_info()
+            out[name] = CacheInfo(info.currsize, info.maxsize or 0, info.hits, info.misses, 0)
+    return out
+
+
+#: The core caches keyed by a whole spec (the others hold parts shared
+#: across specs, such as a regex's automaton).
+SPEC_CACHES = (
+    "compiled lark grammars",
+    "grammar validations",
+    "lark grammars",
+    "lowered json schemas",
+    "lowered specs",
+)
+
+
+def clear_caches(*names: str) -> None:
+    """Empty the named process-wide caches of the core, or all of them (the
+    next compile of anything is then a first compile). ``SPEC_CACHES`` are
+    those keyed by a whole spec: clearing only them makes a spec new again
+    while parts shared with other specs stay built. ``KeyError`` for an
+    unknown name."""
+    for name in names or tuple(_CORE):
+        cache = _CORE[name]
+        cache.cache_clear() if hasattr(cache, "cache_clear") else cache.clear()
