@@ -43,14 +43,26 @@ class ContentCache(Generic[V]):
     describe what was built: a pattern, a set of classes, never ``id()``).
 
     ``maxsize=0`` keeps nothing; ``sizeof`` estimates an entry's bytes when
-    :meth:`info` is asked."""
+    :meth:`info` is asked. With ``max_bytes`` the entries' estimated bytes
+    (``sizeof`` at insertion) are bounded too: the least recent go first,
+    and a value larger than the whole budget is returned but not kept."""
 
-    def __init__(self, maxsize: int, sizeof: Callable[[Any], int] = default_size):
+    def __init__(
+        self,
+        maxsize: int,
+        sizeof: Callable[[Any], int] = default_size,
+        max_bytes: int | None = None,
+    ):
         if maxsize < 0:
             raise ValueError(f"a cache holds 0 entries or more, not {maxsize}")
+        if max_bytes is not None and max_bytes < 0:
+            raise ValueError(f"a cache holds 0 bytes or more, not {max_bytes}")
         self.maxsize = maxsize
+        self.max_bytes = max_bytes
         self._sizeof = sizeof
         self._entries: OrderedDict[Hashable, V] = OrderedDict()
+        self._sizes: dict[Hashable, int] = {}
+        self._bytes = 0
         self._lock = threading.Lock()
         self._hits = self._misses = 0
 
@@ -67,14 +79,23 @@ class ContentCache(Generic[V]):
 
     def put(self, key: Hashable, value: V) -> V:
         """Keep ``value`` for ``key`` (the least recent entries go past
-        ``maxsize``); returns the value kept (an earlier one wins a race)."""
+        ``maxsize`` or ``max_bytes``); returns the value kept (an earlier one
+        wins a race)."""
+        size = self._sizeof(value) if self.max_bytes is not None else 0
         with self._lock:
             known = self._entries.get(key)
             if known is not None:
                 return known
+            if self.max_bytes is not None and size > self.max_bytes:
+                return value
             self._entries[key] = value
-            while len(self._entries) > self.maxsize:
-                self._entries.popitem(last=False)
+            self._sizes[key] = size
+            self._bytes += size
+            while len(self._entries) > self.maxsize or (
+                self.max_bytes is not None and self._bytes > self.max_bytes
+            ):
+                old, _ = self._entries.popitem(last=False)
+                self._bytes -= self._sizes.pop(old)
             return value
 
     def get_or_build(self, key: Hashable, build: Callable[[], V]) -> V:
@@ -86,6 +107,8 @@ class ContentCache(Generic[V]):
         """Drop every entry (the counters stay)."""
         with self._lock:
             self._entries.clear()
+            self._sizes.clear()
+            self._bytes = 0
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -60,3 +60,29 @@ def test_a_grammar_is_loaded_once_for_validation_and_lowering():
     assert ca.core_caches()["lark grammars"].misses == ca.core_caches()["lark grammars"].entries
     assert ca.core_caches()["compiled lark grammars"].hits >= 1  # lowering reused validation's
     assert set(ir.terminals) >= {"NUMBER"}
+
+
+def test_a_byte_budget_evicts_the_least_recent_and_skips_the_oversized():
+    cache: ca.ContentCache[int] = ca.ContentCache(10, sizeof=lambda v: v, max_bytes=100)
+    cache.put("a", 40)
+    cache.put("b", 40)
+    cache.get("a")  # now the most recent: "b" goes first
+    cache.put("c", 40)
+    assert "a" in cache and "c" in cache and "b" not in cache
+    assert cache.put("huge", 101) == 101 and "huge" not in cache  # returned, not kept
+    assert "a" in cache and "c" in cache  # and nothing was evicted for it
+    cache.clear()
+    cache.put("d", 100)
+    assert "d" in cache
+    with pytest.raises(ValueError):
+        ca.ContentCache(1, max_bytes=-1)
+
+
+def test_the_regex_automata_cache_is_bounded_in_bytes():
+    info = ca.core_caches()["regex automata"]
+    assert info.maxsize == 1024
+    ca.clear_caches()
+    for n in range(30):
+        ca.ByteDFA.from_regex(f"[a-z]{{{n}}}x")
+    info = ca.core_caches()["regex automata"]
+    assert info.entries == 30 and 0 < info.nbytes <= 256 << 20

@@ -64,9 +64,8 @@ def _states_exceeded(max_states: int, value: int, what: str) -> CompileLimitExce
 
 def _dfa_bytes(dfa: ByteDFA) -> int:
     """Estimated bytes of a cached automaton: its tables, and the Python
-    lists of ``rows`` once built (a pointer per entry)."""
-    lists = dfa.num_states * 256 * 8 if dfa._rows is not None else 0
-    return dfa.table.nbytes + dfa._classes[0].nbytes + lists
+    lists of ``rows`` (a pointer per entry) as if built."""
+    return dfa.table.nbytes + dfa._classes[0].nbytes + dfa.num_states * 256 * 8
 
 
 class ByteDFA:
@@ -896,7 +895,8 @@ def _determinize(
     return small, classmap, accepting
 
 
-#: ``from_regex`` results by (pattern, max_states, whole_text); bounded.
+#: ``from_regex`` results by (pattern, max_states, whole_text): at most
+#: 1,024 automata and about 256 MiB (an automaton larger than that is not kept).
 _REGEX_AUTOMATA: ContentCache[ByteDFA] = core_cache(
-    "regex automata", ContentCache(1024, sizeof=_dfa_bytes)
+    "regex automata", ContentCache(1024, sizeof=_dfa_bytes, max_bytes=256 << 20)
 )
