@@ -156,11 +156,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """A suite test that fails without recording ``fail`` (a timeout, an
-    exception in the backend) is a failure in the matrix too."""
+    exception in the backend, in the test or in its set-up, where the case is
+    compiled) is a failure in the matrix too."""
     report = yield
     callspec = getattr(item, "callspec", None)
     if (
-        report.when == "call"
+        report.when in ("setup", "call")
         and report.failed
         and callspec is not None
         and "backend_spec" in callspec.params

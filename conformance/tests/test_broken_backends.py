@@ -79,6 +79,8 @@ def broken_backend(defect: str) -> type:
         capabilities = ca.get("naive").capabilities
 
         def compile(self, spec, vocab, **options):
+            if defect == "compile-hangs":
+                time.sleep(30)
             return TamperedCompiled(ca.get("naive").compile(spec, vocab), defect)
 
     return Broken
@@ -183,6 +185,32 @@ def test_a_failure_the_check_did_not_record_is_in_the_matrix(pytester, tmp_path)
     assert result.parseoutcomes().get("failed", 0) >= 1
     text = report.read_text()
     assert "| `broken-hangs` |" in text and "**FAIL**" in text
+    assert "TimeoutError" in text
+
+
+def test_a_compile_that_times_out_is_a_failure_in_the_matrix(pytester, tmp_path):
+    """A compile that runs past the timeout fails in the test's set-up (where
+    the case is compiled): the matrix must count it as a failure, not drop it."""
+    unregister = ca.register(broken_backend("compile-hangs"))
+    report = tmp_path / "matrix.md"
+    try:
+        result = pytester.runpytest_inprocess(
+            "--pyargs",
+            "constrain_conformance.suite",
+            "--backend",
+            "broken-compile-hangs",
+            "-k",
+            "test_masks_match_the_oracle and json and natural",
+            "--conformance-timeout=0.5",
+            f"--conformance-report={report}",
+            "-p",
+            "no:cacheprovider",
+        )
+    finally:
+        unregister()
+    assert result.parseoutcomes().get("errors", 0) >= 1
+    text = report.read_text()
+    assert "| `broken-compile-hangs` |" in text and "**FAIL**" in text
     assert "TimeoutError" in text
 
 
