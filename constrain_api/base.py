@@ -14,6 +14,7 @@ bookkeeping comes from there. Anything else implements the
 from __future__ import annotations
 
 import copy
+import threading
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Sequence
@@ -22,7 +23,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import numpy as np
 
 from .errors import TokenRejected
-from .masks import SpecialBits, TokenMask, allocate_bitmask, row_view
+from .masks import (
+    BITMASK_DTYPE,
+    SpecialBits,
+    TokenMask,
+    allocate_bitmask,
+    bitmask_words,
+    row_view,
+)
 from .protocols import CompileStats
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -235,6 +243,14 @@ class MatcherChecker(ABC):
     is exact; special tokens are refused here; ``update`` is atomic (what a
     rejected call accepted is rolled back); the mask's EOS, special and
     padding bits are set by ``SpecialBits``.
+
+    A checker belongs to one sequence and one thread at a time: a call made
+    while another thread is inside one raises ``RuntimeError`` (a cheap
+    non-blocking guard, not a lock that serializes; engines crash or corrupt
+    memory when used so). The engine fills a C-contiguous scratch row when
+    the caller's row is not one (a strided view, a Fortran-ordered bitmask),
+    so it never writes outside the row; a row narrower than the vocabulary
+    raises ``ValueError``.
     """
 
     def __init__(self, compiled: BaseCompiled, matcher: Any):
@@ -243,6 +259,16 @@ class MatcherChecker(ABC):
         self.matcher = matcher
         self._special_bits = compiled.special_bits
         self._history: list[int] = []
+        self._in_use = threading.Lock()
+        self._words = bitmask_words(self.vocab.size)
+
+    def _claim(self) -> None:
+        """Claim the checker for this call (the caller releases ``_in_use``)."""
+        if not self._in_use.acquire(blocking=False):
+            raise RuntimeError(
+                "this checker is in use by another thread: a checker belongs to one "
+                "sequence and one thread at a time (fork() gives each its own)"
+            )
 
     # -- what a subclass provides ------------------------------------------------
     @abstractmethod
@@ -286,8 +312,12 @@ class MatcherChecker(ABC):
 
     def init(self) -> None:
         """Back to the start; the history is cleared."""
-        self.matcher_reset()
-        self._history.clear()
+        self._claim()
+        try:
+            self.matcher_reset()
+            self._history.clear()
+        finally:
+            self._in_use.release()
 
     def _take(self, token_id: int) -> int | None:
         """Accept one token: its history entry, or ``None`` (state unchanged)."""
@@ -303,21 +333,38 @@ class MatcherChecker(ABC):
         """Accept ``token_ids`` atomically; ``TokenRejected`` leaves the state unchanged."""
         if isinstance(token_ids, int | np.integer):
             raise TypeError("update takes a sequence of token ids; wrap one id in a list")
-        for index, token_id in enumerate(map(int, token_ids)):
-            entry = self._take(token_id)
-            if entry is None:
-                self.rollback(index)  # what this call accepted
-                raise TokenRejected(token_id, index, rejection_reason(self.vocab, token_id))
-            self._history.append(entry)
+        self._claim()
+        try:
+            for index, token_id in enumerate(map(int, token_ids)):
+                entry = self._take(token_id)
+                if entry is None:
+                    self._rollback(index)  # what this call accepted
+                    raise TokenRejected(token_id, index, rejection_reason(self.vocab, token_id))
+                self._history.append(entry)
+        finally:
+            self._in_use.release()
 
     def fill_mask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed next tokens into ``bitmask[row]``."""
         view = row_view(bitmask, row)
-        if self.terminated:
-            view[:] = 0
-            return
-        self.matcher_fill(view)
-        self._special_bits.finish_row(view, self.matcher_accepting())
+        if view.shape[0] < self._words:
+            raise ValueError(
+                f"a bitmask row of {view.shape[0]} words cannot hold {self.vocab.size} tokens"
+                f" ({self._words} words)"
+            )
+        self._claim()
+        try:
+            if self.terminated:
+                view[:] = 0
+                return
+            # the engine writes through raw pointers: give it contiguous memory
+            target = view if view.flags.c_contiguous else np.empty(view.shape, BITMASK_DTYPE)
+            self.matcher_fill(target)
+            self._special_bits.finish_row(target, self.matcher_accepting())
+            if target is not view:
+                view[:] = target
+        finally:
+            self._in_use.release()
 
     def mask(self) -> TokenMask:
         """The allowed next tokens as a new ``TokenMask``."""
@@ -330,14 +377,19 @@ class MatcherChecker(ABC):
         token_id = int(token_id)
         if self.terminated or not 0 <= token_id < self.vocab.size:
             return False
-        if token_id in self.vocab.eos_ids:
-            return self.matcher_accepting()
-        if token_id in self.vocab.special_ids:
+        if token_id in self.vocab.special_ids and token_id not in self.vocab.eos_ids:
             return False
-        return self.matcher_allows(token_id)
+        self._claim()
+        try:
+            if token_id in self.vocab.eos_ids:
+                return self.matcher_accepting()
+            return self.matcher_allows(token_id)
+        finally:
+            self._in_use.release()
 
     def validate(self, token_ids: Sequence[int]) -> int:
         """How many leading tokens would be accepted in a row; no state change."""
+        self._claim()
         count = 0
         try:
             for token_id in token_ids:
@@ -347,19 +399,32 @@ class MatcherChecker(ABC):
                 self._history.append(entry)
                 count += 1
         finally:
-            self.rollback(count)
+            try:
+                self._rollback(count)
+            finally:
+                self._in_use.release()
         return count
 
     def is_accepting(self) -> bool:
         """Whether EOS is allowed now."""
-        return not self.terminated and self.matcher_accepting()
+        if self.terminated:
+            return False
+        self._claim()
+        try:
+            return self.matcher_accepting()
+        finally:
+            self._in_use.release()
 
     def is_finished(self) -> bool:
         """Whether only EOS may follow (a scratch mask decides), or EOS was accepted."""
         if self.terminated:
             return True
         scratch = allocate_bitmask(1, self.vocab.size)[0]
-        self.matcher_fill(scratch)
+        self._claim()
+        try:
+            self.matcher_fill(scratch)
+        finally:
+            self._in_use.release()
         self._special_bits.finish_row(scratch, accepting=False)
         return not scratch.any()
 
@@ -370,6 +435,13 @@ class MatcherChecker(ABC):
 
     def rollback(self, n: int) -> None:
         """Undo the last ``n`` accepted tokens (EOS included)."""
+        self._claim()
+        try:
+            self._rollback(n)
+        finally:
+            self._in_use.release()
+
+    def _rollback(self, n: int) -> None:
         if not 0 <= n <= len(self._history):
             raise ValueError(f"cannot roll back {n} tokens; {len(self._history)} can be undone")
         if n == 0:
@@ -381,7 +453,12 @@ class MatcherChecker(ABC):
 
     def fork(self) -> MatcherChecker:
         """An independent checker in the same state."""
-        twin = copy.copy(self)
-        twin.matcher = self.matcher_fork()
-        twin._history = self._history.copy()
-        return twin
+        self._claim()
+        try:
+            twin = copy.copy(self)
+            twin.matcher = self.matcher_fork()
+            twin._history = self._history.copy()
+            twin._in_use = threading.Lock()
+            return twin
+        finally:
+            self._in_use.release()

@@ -274,3 +274,81 @@ def test_capabilities():
         Capabilities(kinds={"regex"}, exact={"grammar"})
     with pytest.raises(ValueError):
         Capabilities(kinds={"regex"}, max_rollback=-1)
+
+
+class ContiguousOnlyChecker(ToyMatcherChecker):
+    """Like an engine writing through a raw pointer: refuses any row that is
+    not C-contiguous (the engine would write outside it)."""
+
+    def matcher_fill(self, row):
+        assert row.flags.c_contiguous, "the engine was handed a strided row"
+        super().matcher_fill(row)
+
+
+def test_an_engine_fills_strided_rows_through_contiguous_memory(vocab):
+    """A Fortran-ordered bitmask and a negative-stride row view are filled
+    right, and the engine never sees a strided row (other rows untouched)."""
+    compiled = ToyMatcherCompiled(Choice(OPTIONS), vocab, ca.CompileStats(0.0))
+    checker = ContiguousOnlyChecker(compiled, ToyMatcher(vocab))
+    checker.update([A])
+    expected = ca.allocate_bitmask(1, vocab.size)
+    checker.fill_mask(expected, 0)
+    fortran = np.asfortranarray(np.full((3, expected.shape[1]), 7, dtype=np.int32))
+    checker.fill_mask(fortran, 1)
+    assert np.array_equal(fortran[1], expected[0])
+    assert (fortran[0] == 7).all() and (fortran[2] == 7).all()
+    wide = np.full((2, 2 * expected.shape[1]), 7, dtype=np.int32)
+    strided = wide[:, ::2]  # a view whose rows are not contiguous
+    checker.fill_mask(strided, 0)
+    assert np.array_equal(strided[0], expected[0]) and (wide[0, 1::2] == 7).all()
+
+
+def test_an_engine_refuses_a_row_too_narrow_for_the_vocabulary():
+    tokens = [b"<eos>"] + [bytes([97 + i % 26]) * (1 + i // 26) for i in range(40)]
+    big = Vocabulary.from_list(tokens, eos=0)
+    compiled = ToyMatcherCompiled(Choice(OPTIONS), big, ca.CompileStats(0.0))
+    with pytest.raises(ValueError, match="cannot hold 41 tokens"):
+        compiled.checker().fill_mask(np.zeros((1, 1), np.int32), 0)
+
+
+class BlockingMatcherChecker(ToyMatcherChecker):
+    """Its fill waits until told to go on: a second thread meets it mid-call."""
+
+    entered: object
+    proceed: object
+
+    def matcher_fill(self, row):
+        self.entered.set()
+        assert self.proceed.wait(10)
+        super().matcher_fill(row)
+
+
+def test_a_checker_used_by_two_threads_at_once_raises_instead_of_racing(vocab):
+    import threading
+
+    compiled = ToyMatcherCompiled(Choice(OPTIONS), vocab, ca.CompileStats(0.0))
+    checker = BlockingMatcherChecker(compiled, ToyMatcher(vocab))
+    checker.entered, checker.proceed = threading.Event(), threading.Event()
+    out = ca.allocate_bitmask(1, vocab.size)
+    worker = threading.Thread(target=checker.fill_mask, args=(out, 0))
+    worker.start()
+    assert checker.entered.wait(10)
+    calls = [
+        lambda: checker.update([A]),
+        lambda: checker.rollback(0),
+        lambda: checker.accepts(A),
+        lambda: checker.validate([A]),
+        lambda: checker.fork(),
+        lambda: checker.is_accepting(),
+        lambda: checker.fill_mask(ca.allocate_bitmask(1, vocab.size), 0),
+    ]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="in use by another thread"):
+            call()
+    checker.proceed.set()
+    worker.join(10)
+    assert set(ca.TokenMask(out[0], vocab.size)) == oracle(b"")
+    checker.update([A])  # free again; and a fork has its own guard
+    twin = checker.fork()
+    twin.update([B])
+    assert checker.rollback_depth == 1 and twin.rollback_depth == 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from constrain_conformance import checks, corpus, paths
 from constrain_xgrammar.ebnf import grammar_ebnf, node_ebnf
@@ -131,3 +132,49 @@ def test_ebnf_printing():
     ir = ca.lower_grammar(ca.Grammar('start: "x" NAME\nNAME: /[a-z]+/\n%ignore " "\n'))
     text = grammar_ebnf(ir)
     assert text.startswith("root ::= ign ") and "ign ::= (" in text
+
+
+def test_strided_and_fortran_rows_are_filled_without_touching_other_rows(xg, vocab):
+    """The engine writes through a raw pointer: a Fortran-ordered bitmask once
+    overwrote another sequence's row and a negative-stride view aborted the
+    process. Both now get the row's mask and nothing else changes."""
+    compiled = xg.compile(ca.Regex("[a-c]+x"), vocab)
+    expected = compiled.checker().mask().words
+    fortran = np.asfortranarray(np.full((3, expected.size), 7, dtype=np.int32))
+    compiled.checker().fill_mask(fortran, 1)
+    assert np.array_equal(fortran[1], expected)
+    assert (fortran[0] == 7).all() and (fortran[2] == 7).all()
+    backwards = np.full((2, expected.size), 7, dtype=np.int32)[:, ::-1]
+    compiled.checker().fill_mask(backwards, 0)
+    assert np.array_equal(backwards[0], expected) and (backwards[1] == 7).all()
+
+
+def test_one_checker_from_two_threads_raises_instead_of_crashing(xg, vocab):
+    """Two threads on one matcher crashed the process; the guard lets one in
+    and the other gets RuntimeError (forks, one per thread, are fine)."""
+    import threading
+
+    compiled = xg.compile(ca.Grammar(corpus.JSON_GRAMMAR), vocab)
+    checker = compiled.checker()
+    bracket = _token(vocab, b"[")
+    errors: list[BaseException] = []
+
+    def hammer():
+        row = ca.allocate_bitmask(1, compiled.vocab.size)
+        for _ in range(300):
+            try:
+                checker.fill_mask(row, 0)
+                checker.update([bracket])
+                checker.rollback(1)
+            except RuntimeError as e:
+                errors.append(e)
+            except ca.TokenRejected:
+                pass
+
+    threads = [threading.Thread(target=hammer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert all("in use by another thread" in str(e) for e in errors)
+    assert checker.rollback_depth == 0 and checker.mask().count() > 0
