@@ -390,17 +390,11 @@ class Vocabulary:
         specials that neither defines are special (unused holes).
         """
         import tiktoken
-        import tiktoken.load
 
         p = _existing_file(path)
         if eos is None:
             raise ValueError("from_tiktoken needs eos= (a special token name or id)")
-        try:
-            ranks = tiktoken.load.load_tiktoken_bpe(str(p))
-        except Exception as exc:
-            raise ValueError(f"{p} is not a tiktoken rank file: {exc}") from exc
-        if not ranks:
-            raise ValueError(f"{p} holds no tokens")
+        ranks = _read_tiktoken_ranks(p)
         specials = dict(special_tokens or {})
         size = max(max(ranks.values()), max(specials.values(), default=-1)) + 1
         tokens: list[bytes | None] = [None] * size
@@ -586,6 +580,39 @@ class Vocabulary:
 
 
 # ===================================================================== helpers
+def _read_tiktoken_ranks(p: Path) -> dict[bytes, int]:
+    """The ``base64-token rank`` lines of ``p``, read from the file itself
+    (tiktoken's own loader keeps a copy in ``$TMPDIR/data-gym-cache`` keyed
+    by the path and never compares it with the file: a changed or planted
+    copy would silently replace the vocabulary). ``ValueError`` for a
+    malformed line, a repeated token and a rank out of proportion to the
+    file (which would allocate a table that large)."""
+    import base64
+    import binascii
+
+    lines = p.read_bytes().splitlines()
+    bound = 4 * len(lines) + 1024
+    ranks: dict[bytes, int] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            token_b64, rank_text = line.split()
+            token, rank = base64.b64decode(token_b64, validate=True), int(rank_text)
+        except (ValueError, binascii.Error):
+            raise ValueError(f"{p} is not a tiktoken rank file (line {number})") from None
+        if not 0 <= rank < bound:
+            raise ValueError(
+                f"{p}, line {number}: rank {rank} is out of proportion to a file of "
+                f"{len(lines)} lines (ranks below {bound} expected)"
+            )
+        if ranks.setdefault(token, rank) != rank:
+            raise ValueError(f"{p}, line {number}: token {token!r} appears twice")
+    if not ranks:
+        raise ValueError(f"{p} holds no tokens")
+    return ranks
+
+
 def _existing_file(path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     if not p.is_file():

@@ -795,3 +795,46 @@ def test_tokenizer_json_unigram(tmp_path: Path):
     for s in ["ab ab", "ba\n", " aab  b", "é ab", "abc"]:
         ids = v.encode(s)
         assert v.decode(ids) == s.encode("utf-8"), s
+
+
+def _rank_file(path: Path, tokens: list[bytes]) -> Path:
+    import base64
+
+    path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(tokens)))
+    return path
+
+
+def test_a_tiktoken_file_is_read_from_the_file_itself(tmp_path: Path, monkeypatch):
+    """tiktoken's loader keeps a copy keyed by the path in its cache directory
+    and never compares it with the file: a changed file kept its old tokens
+    and a planted copy replaced the vocabulary."""
+    import hashlib
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    path = _rank_file(tmp_path / "ranks.tiktoken", [b"a", b"b", b"ab"])
+    assert Vocabulary.from_tiktoken(path, {"<eos>": 3}, eos="<eos>").tokens[:3] == (
+        b"a",
+        b"b",
+        b"ab",
+    )
+    _rank_file(path, [b"x", b"y", b"xy"])  # the file changes
+    planted = _rank_file(tmp_path / "planted", [b"p", b"q", b"pq"]).read_bytes()
+    (cache / hashlib.sha1(str(path).encode()).hexdigest()).write_bytes(planted)
+    vocab = Vocabulary.from_tiktoken(path, {"<eos>": 3}, eos="<eos>")
+    assert vocab.tokens[:3] == (b"x", b"y", b"xy")
+
+
+def test_a_tiktoken_file_with_absurd_ranks_is_refused_before_allocating(tmp_path: Path):
+    huge = tmp_path / "huge.tiktoken"
+    huge.write_bytes(b"YQ== 1000000000\n")  # 16 bytes asking for a billion slots
+    with pytest.raises(ValueError, match="out of proportion"):
+        Vocabulary.from_tiktoken(huge, {"<eos>": 0}, eos="<eos>")
+    bad = tmp_path / "bad.tiktoken"
+    bad.write_bytes(b"YQ== 0\nnot-base64!! 1\n")
+    with pytest.raises(ValueError, match="line 2"):
+        Vocabulary.from_tiktoken(bad, {"<eos>": 2}, eos="<eos>")
+    twice = _rank_file(tmp_path / "twice.tiktoken", [b"a", b"a"])
+    with pytest.raises(ValueError, match="appears twice"):
+        Vocabulary.from_tiktoken(twice, {"<eos>": 2}, eos="<eos>")
