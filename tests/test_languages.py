@@ -70,8 +70,12 @@ def test_the_reduced_grammar_keeps_what_derives_a_string_and_is_reached():
 
 
 def test_a_start_that_derives_nothing_is_malformed():
+    spec = ca.Grammar('start: "a" start')
+    with pytest.raises(ca.ConstraintError, match="'start' derives no string: no text satisfies"):
+        ca.lower(spec)
+    # reducing an IR built by other means checks the same
     with pytest.raises(ca.ConstraintError, match="derives no string"):
-        ca.lower(ca.Grammar('start: "a" start')).reduce()
+        ContextFree(ca.lower_grammar(spec)).reduce()
 
 
 def test_nullable_terminals_are_reported_and_refused_on_request():
@@ -196,3 +200,64 @@ def test_content_cache_lru_and_build_once():
     assert nothing.put("a", 1) == 1 and "a" not in nothing
     with pytest.raises(ValueError):
         ContentCache(-1)
+
+
+@pytest.mark.parametrize(
+    ("spec", "where"),
+    [
+        (ca.Regex(r"[^\s\S]"), None),
+        (ca.Regex(r"a(?=b)c"), None),  # a lookaround: decided by the automaton
+        (ca.Regex(r"(x|[^\s\S])y[^\s\S]*z[^\s\S]"), None),
+        (ca.Grammar('start: "a" b\nb: b "c"'), None),
+        (ca.Grammar('start: "a" B\nB: /(?=x)y/'), None),  # an empty terminal
+        (ca.JsonSchema(False), "#"),
+        (ca.JsonSchema({"enum": []}), "#"),
+        (ca.JsonSchema({"type": "string", "minLength": 3, "maxLength": 2}), "#"),
+        (ca.JsonSchema({"$ref": "#"}), "#"),  # a grammar that never ends
+    ],
+)
+def test_a_language_with_no_string_is_refused_at_lowering(spec, where):
+    ca.clear_caches()
+    with pytest.raises(ca.ConstraintError) as info:
+        ca.lower(spec)
+    assert info.value.what == spec.kind and info.value.where == where
+    assert "satisfies" in info.value.message
+
+
+def test_an_empty_schema_names_the_sub_schemas_that_admit_no_value():
+    schema = {
+        "type": "object",
+        "properties": {"a": {"enum": []}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    }
+    with pytest.raises(ca.ConstraintError, match="#/properties/a") as info:
+        ca.lower(ca.JsonSchema(schema))
+    assert "#/properties/b" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        ca.Regex(r"a(?=b)b"),  # a lookaround whose language is not empty
+        ca.Regex(""),
+        ca.Grammar('start: "a" b?\nb: b "c"'),  # the unproductive rule is optional
+        ca.JsonSchema(
+            {"type": "object", "properties": {"a": {"enum": []}}}  # a is optional
+        ),
+    ],
+)
+def test_a_language_with_some_string_is_not_refused(spec):
+    language = ca.lower(spec)
+    if isinstance(language, Regular):
+        assert not language.dfa().is_empty()
+    else:
+        assert language.reduce().rules
+
+
+def test_parsed_regexes_are_shared_and_cleared():
+    ca.clear_caches("parsed regexes")
+    first = ca.parse_regex("a[bc]+")
+    assert ca.parse_regex("a[bc]+") is first
+    assert ca.core_caches()["parsed regexes"].hits >= 1
+    ca.clear_caches("parsed regexes")
+    assert ca.parse_regex("a[bc]+") is not first and ca.parse_regex("a[bc]+") == first

@@ -114,6 +114,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from ..caching import ContentCache, core_cache
 from ..errors import ConstraintError, UnsupportedConstraint
 
 __all__ = [
@@ -367,7 +368,8 @@ _SIGMA_STAR = Repeat(CharSet(((0, MAX_CODE_POINT),)), 0, None)
 
 
 def is_void(node: Node) -> bool:
-    """Whether the node surely matches nothing (a sound, syntactic test)."""
+    """Whether the node surely matches nothing (a sound, syntactic test;
+    exact for a node with no ``Intersect``/``Difference``, see ``has_lookaround``)."""
     if isinstance(node, CharSet):
         return node.is_empty()
     if isinstance(node, Seq):
@@ -380,6 +382,20 @@ def is_void(node: Node) -> bool:
         return is_void(node.left) or is_void(node.right)
     if isinstance(node, Difference):
         return is_void(node.left)
+    return False
+
+
+def has_lookaround(node: Node) -> bool:
+    """Whether ``Intersect`` or ``Difference`` occurs in the node (where
+    ``is_void`` is only sound: the language may be empty all the same)."""
+    if isinstance(node, Intersect | Difference):
+        return True
+    if isinstance(node, Seq):
+        return any(has_lookaround(p) for p in node.parts)
+    if isinstance(node, Alt):
+        return any(has_lookaround(o) for o in node.options)
+    if isinstance(node, Repeat):
+        return has_lookaround(node.node)
     return False
 
 
@@ -1081,15 +1097,25 @@ def parse_regex(pattern: str, *, whole_text: bool = False) -> Node:
 
     Raises ``ConstraintError`` for a malformed pattern (``where`` = position)
     and ``UnsupportedConstraint`` (backend ``"automata"``) for a construct
-    outside the supported subset, naming it.
+    outside the supported subset, naming it. Results are cached by the
+    pattern (the core cache ``"parsed regexes"``; ASTs are immutable).
     """
     if not isinstance(pattern, str):
         raise ConstraintError("regex", f"pattern must be a str, got {type(pattern).__name__}")
-    items, flags = _sre_parse(pattern)
-    try:
-        return _Converter(whole_text).seq(items, flags, True, True)
-    except RecursionError:
-        raise ConstraintError("regex", "pattern is nested too deeply") from None
+    key = (pattern, whole_text)
+    node = _PARSED.get(key)
+    if node is None:
+        items, flags = _sre_parse(pattern)
+        try:
+            node = _Converter(whole_text).seq(items, flags, True, True)
+        except RecursionError:
+            raise ConstraintError("regex", "pattern is nested too deeply") from None
+        node = _PARSED.put(key, node)
+    return node
+
+
+#: ``parse_regex`` results by (pattern, whole_text); bounded.
+_PARSED: ContentCache[Node] = core_cache("parsed regexes", ContentCache(4096))
 
 
 def quantifier_modes(pattern: str) -> frozenset[str]:

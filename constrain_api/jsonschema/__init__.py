@@ -22,9 +22,10 @@ from __future__ import annotations
 import functools
 
 from ..caching import core_cache
+from ..errors import ConstraintError
 from ..specs import Grammar, JsonSchema, Regex
 from .instances import instance_text
-from .ir import Rx, to_lark
+from .ir import Rx, is_nothing, to_lark
 from .lower import Lowerer, NotRegular, Options, rewrite_refs
 from .refs import index_schema
 
@@ -47,22 +48,35 @@ def lower_json_schema(spec: JsonSchema) -> Regex | Grammar:
     """The ``Regex`` or ``Grammar`` whose language is the schema's documents.
 
     Raises ``UnsupportedConstraint`` (keyword and JSON pointer named),
-    ``ConstraintError`` (a malformed ``pattern`` or reference) and
-    ``CompileLimitExceeded`` (the result would exceed the size bounds).
+    ``ConstraintError`` (a malformed ``pattern`` or reference, or a schema no
+    JSON value satisfies: the pointers of the sub-schemas that admit none
+    are named) and ``CompileLimitExceeded`` (the result would exceed the
+    size bounds).
     """
     options = options_of(spec)
     index = index_schema(spec.schema)
     root = rewrite_refs(index)
     try:
-        expr = Lowerer(index, root, options, grammar=False).lower_document()
+        lowerer = Lowerer(index, root, options, grammar=False)
+        expr = lowerer.lower_document()
+        _refuse_nothing(expr, lowerer)
         if isinstance(expr, Rx):
             return Regex(expr.text)
     except NotRegular:
         pass
     lowerer = Lowerer(index, root, options, grammar=True)
     start = lowerer.lower_document()
+    _refuse_nothing(start, lowerer)
     rules = {"start": start, **lowerer.rules}
     return Grammar(to_lark("start", rules), start="start")
+
+
+def _refuse_nothing(expr, lowerer: Lowerer) -> None:
+    """``ConstraintError`` when the document admits no value at all."""
+    if is_nothing(expr):
+        parts = [p for p in lowerer.nothing_at if p != "#"]
+        detail = f" (sub-schemas that admit no value: {', '.join(parts)})" if parts else ""
+        raise ConstraintError("json_schema", f"no JSON value satisfies the schema{detail}", "#")
 
 
 core_cache("lowered json schemas", lower_json_schema)

@@ -32,7 +32,7 @@ import referencing.jsonschema
 from ..automata import ByteDFA, dfa_to_regex
 from ..errors import CompileLimitExceeded, UnsupportedConstraint
 from . import formats, numbers, strings
-from .ir import EMPTY, NOTHING, Call, Expr, Rx, cat, either, rep, separated, size
+from .ir import EMPTY, NOTHING, Call, Expr, Rx, cat, either, is_nothing, rep, separated, size
 from .refs import SCHEMA_KEYWORDS, SchemaIndex, join_pointer
 
 ROOT_URI = "urn:constrain-api:schema"
@@ -115,6 +115,8 @@ class Lowerer:
         ws = options.whitespace == "flexible" and options.max_whitespace > 0
         self.ws = Rx(f"[ \\t\\n\\r]{{0,{options.max_whitespace}}}", True) if ws else EMPTY
         self.any_value_used = False
+        #: JSON pointers of the sub-schemas that admit no value, deepest first
+        self.nothing_at: list[str] = []
 
     # -------------------------------------------------------------- entry
 
@@ -131,6 +133,7 @@ class Lowerer:
         if schema is True:
             return self.any_value()
         if schema is False:
+            self.nothing_at.append(f"#{where}")
             return NOTHING
         key = json.dumps(schema, sort_keys=False)
         if key in self._memo:
@@ -147,6 +150,8 @@ class Lowerer:
         finally:
             self._depth -= 1
         self._memo[key] = expr
+        if is_nothing(expr):
+            self.nothing_at.append(f"#{where}")
         self._check_size(expr)
         return expr
 

@@ -8,6 +8,13 @@ the reduced grammar (terminal DFAs, productive rules, used and ignored
 terminals) grammar backends compile. Results are cached by the spec's
 content (``lower.cache_clear()`` empties the cache).
 
+A language with no string at all is an error, the same on every backend
+and before any engine sees it: ``lower`` raises ``ConstraintError`` ("no
+text satisfies it", for schemas with the JSON pointers of the sub-schemas
+that admit no value), never a constraint whose first mask is empty. (A
+``where`` predicate's emptiness is left to its automaton: an empty first
+mask.)
+
 Backends reach this through ``BaseCompiler``: they implement
 ``compile_regular`` and ``compile_grammar`` and never branch on a kind.
 """
@@ -16,9 +23,10 @@ from __future__ import annotations
 
 import functools
 
-from ..automata import ByteDFA, Empty, Literal, alt, parse_regex
+from ..automata import ByteDFA, Empty, Literal, Node, alt, parse_regex
+from ..automata.regex import has_lookaround, is_void
 from ..caching import core_cache
-from ..errors import UnsupportedConstraint
+from ..errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from ..grammar import lower_grammar
 from ..jsonschema import lower_json_schema
 from ..specs import Constraint
@@ -57,9 +65,17 @@ def lower(spec: Constraint) -> Language:
     size bounds."""
     kind = spec.kind
     if kind == "json_schema":
-        return lower(lower_json_schema(spec))
+        try:
+            return lower(lower_json_schema(spec))
+        except ConstraintError as e:  # a lowered form with no string: the schema's fault
+            if _EMPTY not in e.message:
+                raise
+            raise ConstraintError("json_schema", "no JSON value satisfies the schema", "#") from e
     if kind == "regex":
-        return Regular.from_node(parse_regex(spec.pattern))
+        node = parse_regex(spec.pattern)
+        if _no_string(node):
+            raise ConstraintError("regex", _EMPTY)
+        return Regular.from_node(node)
     if kind == "choice":
         options = spec.options
         return Regular(
@@ -70,8 +86,33 @@ def lower(spec: Constraint) -> Language:
         predicate = spec.predicate
         return Regular(None, lambda max_states: dfa_for_predicate(predicate, max_states=max_states))
     if kind == "grammar":
-        return ContextFree(lower_grammar(spec))
+        ir = lower_grammar(spec)
+        terminals = [
+            name
+            for name, terminal in ir.terminals.items()
+            if terminal.literal or not _no_string(parse_regex(terminal.pattern))
+        ]
+        try:  # (the reduced grammar's check, without building the terminals' automata)
+            productive_rules(((r.lhs, r.rhs) for r in ir.rules), terminals, ir.start)
+        except ConstraintError:
+            message = f"rule {ir.start!r} derives no string: {_EMPTY}"
+            raise ConstraintError("grammar", message) from None
+        return ContextFree(ir)
     raise UnsupportedConstraint("lowering", f"{kind} constraints", "the core lowers no such kind")
 
 
 core_cache("lowered specs", lower)
+
+_EMPTY = "no text satisfies it (its language is empty)"
+
+
+def _no_string(node: Node) -> bool:
+    """Whether the AST's language is empty: syntactically where that is exact
+    (no lookaround), else by its automaton (when that fits the default bound;
+    past it the backend's own compile meets the limit)."""
+    if not has_lookaround(node):
+        return is_void(node)
+    try:
+        return ByteDFA.from_node(node).is_empty()
+    except CompileLimitExceeded:
+        return False

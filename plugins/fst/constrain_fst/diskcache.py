@@ -3,17 +3,23 @@
 ``allow_pickle=False``. Nothing is ever unpickled.
 
 One pair of files per (vocabulary fingerprint, wildcard class set, UTF-8
-class spelling or not); written
-to a temporary name and renamed, so a reader never sees half a file. A file
-that cannot be read back, or whose tables do not fit the vocabulary, is
+class spelling or not), and a third, ``.sha256``, holding the SHA-256 of
+both and of the inputs they were built from; written to temporary names and
+renamed (the digests last), so a reader never sees half a file. A file is
+parsed only after its digest matches (OpenFst aborts the process on some
+damaged files; a different valid transducer in its place would be used), and
+one that cannot be read back, or whose tables do not fit the vocabulary, is
 ignored (and rebuilt by the caller), never trusted.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -34,19 +40,47 @@ def _stem(fingerprint: str, classes: tuple[CharSet, ...], utf8: bool) -> str:
     return f"tv{FORMAT}-{fingerprint[:24]}-{digest}-{kind}"
 
 
+def _inputs(fingerprint: str, classes: tuple[CharSet, ...], utf8: bool, size: int) -> str:
+    """The digest of what T_V is built from (the file name holds only a prefix)."""
+    text = repr((FORMAT, fingerprint, [c.ranges for c in classes], utf8, size)).encode()
+    return hashlib.sha256(text).hexdigest()
+
+
+def _verified(stem: Path, inputs: str) -> tuple[bytes, bytes] | None:
+    """The ``.npz`` and ``.fst`` bytes, if the digests file vouches for them."""
+    try:
+        with open(stem.with_suffix(".sha256"), "rb") as f:
+            digests = json.loads(f.read(4096))
+        npz = stem.with_suffix(".npz").read_bytes()
+        fst = stem.with_suffix(".fst").read_bytes()
+    except (OSError, ValueError):
+        return None
+    if not isinstance(digests, dict) or digests.get("inputs") != inputs:
+        return None
+    if digests.get("npz") != hashlib.sha256(npz).hexdigest():
+        return None
+    if digests.get("fst") != hashlib.sha256(fst).hexdigest():
+        return None
+    return npz, fst
+
+
 def load(folder: Path, fingerprint: str, classes: tuple[CharSet, ...], utf8: bool, size: int):
     """(T_V, Wildcards) from ``folder``, or None if absent or not usable."""
     stem = folder / _stem(fingerprint, classes, utf8)
+    verified = _verified(stem, _inputs(fingerprint, classes, utf8, size))
+    if verified is None:
+        return None
+    npz, fst_bytes = verified
     try:
-        with np.load(stem.with_suffix(".npz"), allow_pickle=False) as data:
+        with np.load(io.BytesIO(npz), allow_pickle=False) as data:
             chars, tails, head_ids = data["chars"], data["tails"], data["head_ids"]
             groups = {int(a): (int(b), int(c)) for a, b, c in data["groups"].tolist()}
             heads = {int(a): (int(b), int(c), int(d)) for a, b, c, d in data["heads"].tolist()}
             stored = str(data["fingerprint"])
             group_of = data["class_group_of"]
             lead_group_of = data["lead_group_of"]
-        fst = pynini.Fst.read(str(stem.with_suffix(".fst")))
-    except (OSError, KeyError, ValueError, TypeError, pynini.FstIOError):
+        fst = pynini.Fst.read_from_string(fst_bytes)
+    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile, pynini.FstIOError):
         return None
     shape = (len(classes), size)
     if stored != fingerprint or chars.shape != shape or tails.shape != shape:
@@ -102,8 +136,17 @@ def store(folder: Path, fingerprint: str, fst: pynini.Fst, wild: Wildcards, size
             fingerprint=np.array(fingerprint),
         )
     tables = f.name
-    fd, transducer = tempfile.mkstemp(dir=folder, suffix=".fst")
-    os.close(fd)
-    fst.write(transducer)
+    fst_bytes = fst.write_to_string()
+    with tempfile.NamedTemporaryFile(dir=folder, suffix=".fst", delete=False) as f:
+        f.write(fst_bytes)
+    transducer = f.name
+    digests = {
+        "inputs": _inputs(fingerprint, wild.classes, wild.utf8_classes, size),
+        "npz": hashlib.sha256(Path(tables).read_bytes()).hexdigest(),
+        "fst": hashlib.sha256(fst_bytes).hexdigest(),
+    }
+    with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".sha256", delete=False) as f:
+        json.dump(digests, f)
     os.replace(transducer, stem.with_suffix(".fst"))
     os.replace(tables, stem.with_suffix(".npz"))
+    os.replace(f.name, stem.with_suffix(".sha256"))

@@ -158,10 +158,9 @@ def test_the_detokenizer_is_built_once_per_vocabulary_and_class_set():
     assert compiler.detokenizer() is not detok  # built anew
 
 
-def test_empty_language_allows_nothing(fst):
-    vocab = small_vocabulary()
-    checker = fst.compile(ca.Regex("a[^\\x00-\\U0010ffff]"), vocab).checker()
-    assert checker.mask().count() == 0
+def test_an_empty_language_is_refused(fst):
+    with pytest.raises(ca.ConstraintError, match="no text satisfies it"):
+        fst.compile(ca.Regex("a[^\\x00-\\U0010ffff]"), small_vocabulary())
 
 
 def test_the_detokenizer_cache_on_disk(tmp_path, naive):
@@ -169,7 +168,7 @@ def test_the_detokenizer_cache_on_disk(tmp_path, naive):
     spec = SPECS["quoted-text"]
     first = ca.get("fst", cache_dir=tmp_path).compile(spec, vocab)
     files = sorted(p.suffix for p in tmp_path.iterdir())
-    assert files == [".fst", ".npz"]  # OpenFst's format and a pickle-free npz
+    assert files == [".fst", ".npz", ".sha256"]  # OpenFst's format, a pickle-free npz, digests
     with np.load(next(tmp_path.glob("*.npz")), allow_pickle=False) as data:
         assert data["chars"].shape == (first.stats.extra["wildcard_classes"], vocab.size)
     # a fresh backend reads it back instead of building it, and masks agree
@@ -185,6 +184,56 @@ def test_the_detokenizer_cache_on_disk(tmp_path, naive):
     next(tmp_path.glob("*.fst")).write_bytes(b"not an fst")
     rebuilt = ca.get("fst", cache_dir=tmp_path).compile(spec, vocab)
     _assert_same_masks(rebuilt, naive.compile(spec, vocab), vocab, "damaged", 2)
+
+
+def _tampered_cache_is_rebuilt(tmp_path, spec, vocab, naive, tamper) -> None:
+    ca.get("fst", cache_dir=tmp_path).compile(spec, vocab)
+    tamper(tmp_path)
+    with mock.patch(
+        "constrain_fst.backend.wildcard_detokenizer",
+        side_effect=__import__("constrain_fst.backend").backend.wildcard_detokenizer,
+    ) as build:
+        rebuilt = ca.get("fst", cache_dir=tmp_path).compile(spec, vocab)
+    build.assert_called_once()  # not read from the tampered files
+    _assert_same_masks(rebuilt, naive.compile(spec, vocab), vocab, "tampered", 2)
+
+
+def _flip_a_byte(folder):
+    path = next(folder.glob("*.fst"))
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x40  # past the header: OpenFst itself would read it
+    path.write_bytes(bytes(data))
+
+
+def _huge_header_count(folder):
+    path = next(folder.glob("*.fst"))
+    data = bytearray(path.read_bytes())
+    data[-64:-56] = (2**62).to_bytes(8, "little")  # once made OpenFst throw bad_alloc
+    path.write_bytes(bytes(data))
+
+
+def _another_valid_fst(folder):
+    import pynini
+
+    next(folder.glob("*.fst")).write_bytes(pynini.accep("x").write_to_string())
+
+
+def _rewrite_the_tables(folder):
+    path = next(folder.glob("*.npz"))
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["chars"] = np.zeros_like(arrays["chars"])
+    np.savez(path, **arrays)
+
+
+@pytest.mark.parametrize(
+    "tamper", [_flip_a_byte, _huge_header_count, _another_valid_fst, _rewrite_the_tables]
+)
+def test_a_tampered_disk_cache_is_rebuilt_not_read(tmp_path, naive, tamper):
+    """The files are parsed only when their digests match: flipped bytes and
+    huge counts once aborted the process, a different valid transducer in
+    the file's place was used (masks silently changed)."""
+    _tampered_cache_is_rebuilt(tmp_path, SPECS["quoted-text"], small_vocabulary(), naive, tamper)
 
 
 def test_a_token_leaving_a_state_twice_is_an_error_not_a_dropped_arc():

@@ -16,6 +16,7 @@ matcher never enters its sticky error state.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -32,6 +33,7 @@ from constrain_api import (
     MatcherChecker,
     UnsupportedConstraint,
     allocate_bitmask,
+    lower,
 )
 
 from .tokenizer import llguidance_tokenizer
@@ -51,7 +53,14 @@ class LLGuidanceCompiler(BaseCompiler):
     def compile_native(self, spec, options) -> LLGuidanceCompiled | None:
         """A JSON schema to llguidance's own compiler (``json_schema="engine"``)."""
         if spec.kind == "json_schema" and self.backend.json_schema == "engine":
-            return self._compiled(spec, engine_json_text(spec))
+            try:
+                return self._compiled(spec, engine_json_text(spec))
+            except UnsupportedConstraint:
+                # the core's rule for empty languages decides, as for every
+                # backend (``lower`` raises ConstraintError if nothing fits)
+                _lowered_or_none(spec)
+                raise
+
         return None
 
     def compile_regular(self, language, spec, options) -> LLGuidanceCompiled:
@@ -114,6 +123,13 @@ class LLGuidanceBackend(BaseBackend):
                 "compiler (json_schema='lowering' for the core's language)"
             ),
         )
+
+
+def _lowered_or_none(spec) -> None:
+    """Lower ``spec`` for its ``ConstraintError`` only (a refusal or a limit
+    of the core's lowering is not the engine's error to report)."""
+    with contextlib.suppress(UnsupportedConstraint, CompileLimitExceeded):
+        lower(spec)
 
 
 def _engine_error(message: str, limits: dict) -> Exception:

@@ -55,6 +55,6 @@ def test_unknown_compile_option(naive, vocab):
         naive.compile(ca.Regex("a"), vocab, lookahead=3)
 
 
-def test_empty_regex_language_allows_nothing(naive, vocab):
-    checker = naive.compile(ca.Regex("[^\\x00-\\U0010ffff]"), vocab).checker()
-    assert checker.mask().count() == 0 and checker.is_finished() and not checker.is_accepting()
+def test_an_empty_regex_language_is_refused(naive, vocab):
+    with pytest.raises(ca.ConstraintError, match="no text satisfies it"):
+        naive.compile(ca.Regex("[^\\x00-\\U0010ffff]"), vocab)

@@ -1,0 +1,72 @@
+"""Edge-case constraints every installed backend must handle like the oracle:
+the empty text as a choice or a regex (it once raised an undocumented
+``ValueError`` in four backends), alone and beside other options."""
+
+from __future__ import annotations
+
+import pytest
+from constrain_conformance import checks, corpus, paths
+
+import constrain_api as ca
+
+EDGE_SPECS = {
+    "choice-empty-text": (ca.Choice([""]), ("",), ("a",)),
+    "choice-empty-or-ab": (ca.Choice(["", "ab"]), ("", "ab"), ("a", "abab")),
+    "regex-empty": (ca.Regex(""), ("",), ("a",)),
+}
+
+
+@pytest.fixture(scope="module")
+def vocab() -> ca.Vocabulary:
+    return corpus.small_vocabulary()
+
+
+@pytest.mark.parametrize("name", sorted(EDGE_SPECS))
+@pytest.mark.parametrize("backend_name", sorted(i.name for i in ca.available()))
+def test_edge_specs_match_the_oracle(backend_name, name, vocab):
+    spec, valid, invalid = EDGE_SPECS[name]
+    backend = ca.get(backend_name)
+    if not backend.capabilities.supports(spec.kind):
+        pytest.skip(f"{backend_name} does not support {spec.kind}")
+    compiled = backend.compile(spec, vocab)
+    oracle = ca.get("naive").compile(spec, vocab)
+    exact = backend.capabilities.is_exact(spec.kind)
+    for doc in valid:
+        path = paths.natural(vocab, doc)
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact if exact else not result.extra, result.describe(vocab)
+        if exact:
+            assert checks.run_document(compiled, path).accepted, doc
+    for doc in invalid:
+        assert not checks.run_document(compiled, paths.natural(vocab, doc)).accepted, doc
+
+
+EMPTY_LANGUAGES = {
+    "grammar-unproductive": ca.Grammar('start: "a" b\nb: b "c"'),
+    "regex-empty-class": ca.Regex(r"[^\s\S]"),
+    "regex-contradicting-lookahead": ca.Regex(r"a(?=b)c"),
+    "schema-false": ca.JsonSchema(False),
+    "schema-empty-enum": ca.JsonSchema({"enum": []}),
+    "schema-minimum-above-maximum": ca.JsonSchema({"type": "integer", "minimum": 5, "maximum": 3}),
+    "schema-required-property-empty": ca.JsonSchema(
+        {"type": "object", "properties": {"a": {"enum": []}}, "required": ["a"]}
+    ),
+    "schema-self-reference": ca.JsonSchema({"$ref": "#"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_LANGUAGES))
+@pytest.mark.parametrize("backend_name", sorted(i.name for i in ca.available()))
+def test_an_empty_language_is_a_constraint_error_on_every_backend(backend_name, name, vocab):
+    """One rule: no backend compiles a constraint no text satisfies (an
+    engine once allowed a token that led nowhere; others gave an empty mask)."""
+    spec = EMPTY_LANGUAGES[name]
+    backend = ca.get(backend_name)
+    if not backend.capabilities.supports(spec.kind):
+        pytest.skip(f"{backend_name} does not support {spec.kind}")
+    with pytest.raises(ca.ConstraintError) as info:
+        backend.compile(spec, vocab)
+    assert info.value.what == spec.kind
+    assert "satisfies" in info.value.message
+    if spec.kind == "json_schema":
+        assert info.value.where == "#"
