@@ -1,6 +1,8 @@
 """Edge-case constraints every installed backend must handle like the oracle:
 the empty text as a choice or a regex (it once raised an undocumented
-``ValueError`` in four backends), alone and beside other options."""
+``ValueError`` in four backends), alone and beside other options; counted
+repetitions past 128 (an engine once let forbidden tokens through); and
+languages with no string at all (refused by every backend alike)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,10 @@ EDGE_SPECS = {
     "choice-empty-text": (ca.Choice([""]), ("",), ("a",)),
     "choice-empty-or-ab": (ca.Choice(["", "ab"]), ("", "ab"), ("a", "abab")),
     "regex-empty": (ca.Regex(""), ("",), ("a",)),
+    # counts past 128: XGrammar once allowed `"` inside `[^"]{0,129}`
+    "regex-negated-class-past-128": (ca.Regex('[^"]{0,129}'), ("abc", ""), ('a"',)),
+    "regex-count-past-128": (ca.Regex("[^a]{3,200}x"), ("bbbx", "b" * 150 + "x"), ("bbx",)),
+    "regex-at-least-past-128": (ca.Regex("b{130,}"), ("b" * 131,), ("b" * 129,)),
 }
 
 

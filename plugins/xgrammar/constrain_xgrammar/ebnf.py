@@ -29,6 +29,11 @@ from constrain_api.automata import (
 )
 
 NAME = "xgrammar"
+#: The largest repetition count written as one bound: past 128, XGrammar's
+#: masks allow too much (``[^"]{0,129}`` let 921 Llama-3 tokens with ``"``
+#: through, ``{0,128}`` is right), so larger counts become a sequence of
+#: repetitions of at most this many.
+MAX_COUNT = 128
 #: The empty language: a class of every character, negated.
 NOTHING = "[^\\U00000000-\\U0010FFFF]"
 
@@ -48,8 +53,22 @@ def node_ebnf(node: Node) -> str:
     if isinstance(node, Alt):
         return "(" + " | ".join(node_ebnf(o) for o in node.options) + ")"
     if isinstance(node, Repeat):
-        return f"({node_ebnf(node.node)}){_quantifier(node.min, node.max)}"
+        return _repeat(node_ebnf(node.node), node.min, node.max)
     raise UnsupportedConstraint(NAME, "lookaround", "no EBNF spelling for an intersection")
+
+
+def _repeat(item: str, lo: int, hi: int | None) -> str:
+    """``item{lo,hi}`` with no count above ``MAX_COUNT``: ``X{a,b}`` is
+    ``X{a1,b1} X{a2,b2}...`` with ``a1+a2+... = a``, ``b1+b2+... = b`` (the same
+    strings: every total count in ``[a, b]`` is a sum of counts in the parts)."""
+    parts = []
+    while lo > MAX_COUNT or (hi is not None and hi > MAX_COUNT):
+        take = min(lo, MAX_COUNT)
+        parts.append(f"({item}){_quantifier(take, MAX_COUNT)}")
+        lo -= take
+        hi = None if hi is None else hi - MAX_COUNT
+    parts.append(f"({item}){_quantifier(lo, hi)}")
+    return parts[0] if len(parts) == 1 else "(" + " ".join(parts) + ")"
 
 
 def _quantifier(lo: int, hi: int | None) -> str:

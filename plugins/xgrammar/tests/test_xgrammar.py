@@ -178,3 +178,18 @@ def test_one_checker_from_two_threads_raises_instead_of_crashing(xg, vocab):
         t.join(60)
     assert all("in use by another thread" in str(e) for e in errors)
     assert checker.rollback_depth == 0 and checker.mask().count() > 0
+
+
+@pytest.mark.parametrize("pattern", ['[^"]{0,129}', "a{3,300}", "b{130,}", "(ab){256}"])
+def test_no_count_past_128_reaches_the_engine(pattern, xg, vocab, naive):
+    """XGrammar's masks allow too much past a count of 128: larger counts are
+    written as a sequence of smaller ones, with the same language."""
+    import re
+
+    ebnf = node_ebnf(parse_regex(pattern))
+    counts = [int(c) for c in re.findall(r"\{(\d+)", ebnf) + re.findall(r",(\d+)\}", ebnf)]
+    assert counts and max(counts) <= 128, ebnf
+    spec = ca.Regex(pattern)
+    doc = {"[": "xy", "a": "aaa", "b": "b" * 130, "(": "ab" * 256}[pattern[0]]
+    path = paths.natural(vocab, doc)
+    assert checks.compare_masks(xg.compile(spec, vocab), naive.compile(spec, vocab), path).exact
