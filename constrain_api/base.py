@@ -14,6 +14,7 @@ bookkeeping comes from there. Anything else implements the
 from __future__ import annotations
 
 import copy
+import operator
 import threading
 from abc import ABC, abstractmethod
 from collections import deque
@@ -154,10 +155,10 @@ class StateChecker(ABC, Generic[S]):
             raise TypeError("update takes a sequence of token ids; wrap one id in a list")
         states = []
         state = self._stack[-1]
-        for index, token_id in enumerate(token_ids):
-            state = self._step(state, int(token_id))
+        for index, token_id in enumerate(map(operator.index, token_ids)):
+            state = self._step(state, token_id)
             if state is None:
-                raise TokenRejected(int(token_id), index, rejection_reason(self.vocab, token_id))
+                raise TokenRejected(token_id, index, rejection_reason(self.vocab, token_id))
             states.append(state)
         self._stack.extend(states)
 
@@ -180,7 +181,7 @@ class StateChecker(ABC, Generic[S]):
     def accepts(self, token_id: int) -> bool:
         """Whether ``token_id`` is allowed next; no state change."""
         state = self._stack[-1]
-        token_id = int(token_id)
+        token_id = operator.index(token_id)
         if state is _TERMINATED or not 0 <= token_id < self.vocab.size:
             return False
         if token_id in self.vocab.eos_ids:
@@ -193,7 +194,7 @@ class StateChecker(ABC, Generic[S]):
         """How many leading tokens would be accepted in a row; no state change."""
         state = self._stack[-1]
         for count, token_id in enumerate(token_ids):
-            state = self._step(state, int(token_id))
+            state = self._step(state, operator.index(token_id))
             if state is None:
                 return count
         return len(token_ids)
@@ -215,6 +216,7 @@ class StateChecker(ABC, Generic[S]):
 
     def rollback(self, n: int) -> None:
         """Undo the last ``n`` accepted tokens."""
+        n = operator.index(n)
         if not 0 <= n <= len(self._stack) - 1:
             raise ValueError(f"cannot roll back {n} tokens; {len(self._stack) - 1} can be undone")
         for _ in range(n):
@@ -335,7 +337,7 @@ class MatcherChecker(ABC):
             raise TypeError("update takes a sequence of token ids; wrap one id in a list")
         self._claim()
         try:
-            for index, token_id in enumerate(map(int, token_ids)):
+            for index, token_id in enumerate(map(operator.index, token_ids)):
                 entry = self._take(token_id)
                 if entry is None:
                     self._rollback(index)  # what this call accepted
@@ -374,7 +376,7 @@ class MatcherChecker(ABC):
 
     def accepts(self, token_id: int) -> bool:
         """Whether ``token_id`` is allowed next; no state change."""
-        token_id = int(token_id)
+        token_id = operator.index(token_id)
         if self.terminated or not 0 <= token_id < self.vocab.size:
             return False
         if token_id in self.vocab.special_ids and token_id not in self.vocab.eos_ids:
@@ -393,7 +395,7 @@ class MatcherChecker(ABC):
         count = 0
         try:
             for token_id in token_ids:
-                entry = self._take(int(token_id))
+                entry = self._take(operator.index(token_id))
                 if entry is None:
                     break
                 self._history.append(entry)
@@ -442,6 +444,7 @@ class MatcherChecker(ABC):
             self._in_use.release()
 
     def _rollback(self, n: int) -> None:
+        n = operator.index(n)
         if not 0 <= n <= len(self._history):
             raise ValueError(f"cannot roll back {n} tokens; {len(self._history)} can be undone")
         if n == 0:

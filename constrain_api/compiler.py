@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 from .caching import CacheInfo, ContentCache, default_size
 from .errors import UnsupportedConstraint
 from .lowering import ContextFree, Regular, lower
+from .vocabulary import Vocabulary
 
 if TYPE_CHECKING:  # pragma: no cover
     from .base import BaseCompiled
     from .protocols import Capabilities
     from .specs import Constraint
-    from .vocabulary import Vocabulary
 
 #: Compile options as attributes (``options.max_states``).
 Options = SimpleNamespace
@@ -152,7 +152,10 @@ class BaseBackend:
     max_vocabularies: int = 8
 
     def compiler(self, vocab: Vocabulary) -> BaseCompiler:
-        """The compiler for ``vocab`` (built on first use, then kept)."""
+        """The compiler for ``vocab`` (built on first use, then kept);
+        ``TypeError`` for anything but a ``Vocabulary``."""
+        if not isinstance(vocab, Vocabulary):
+            raise TypeError(f"compile needs a Vocabulary, not {type(vocab).__name__}")
         # set lazily: subclasses' constructors need not call this class's
         compilers = self.__dict__.get("_compilers")
         if compilers is None:

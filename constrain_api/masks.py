@@ -57,6 +57,11 @@ def row_view(bitmask: Any, row: int = 0) -> np.ndarray:
         device = getattr(bitmask, "device", None)
         if device is not None and getattr(device, "type", "cpu") != "cpu":
             raise TypeError(f"fill the bitmask on the CPU, not on {device}")
+        if not callable(getattr(bitmask, "numpy", None)):
+            raise TypeError(
+                "bitmask must be a numpy array or a CPU torch tensor (allocate_bitmask), "
+                f"not {type(bitmask).__name__}"
+            )
         arr = bitmask.numpy()
     if arr.dtype != BITMASK_DTYPE:
         raise TypeError(f"bitmask must be int32, got {arr.dtype}")

@@ -98,7 +98,10 @@ class CompileStats:
 
 @runtime_checkable
 class Checker(Protocol):
-    """Per-sequence state of a compiled constraint. Not thread-safe; one per sequence."""
+    """Per-sequence state of a compiled constraint. Not thread-safe; one per sequence.
+
+    Token ids are Python or numpy integers: a float, a string or anything
+    else without ``__index__`` raises ``TypeError`` (never coerced)."""
 
     def init(self) -> None:
         """Return to the start state (empty text), forgetting all history."""
@@ -113,7 +116,8 @@ class Checker(Protocol):
     def fill_mask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed next tokens into row ``row`` of a preallocated
         packed int32 bitmask (numpy or CPU tensor), overwriting the whole
-        row, without allocating vocabulary-sized objects."""
+        row, without allocating vocabulary-sized objects. ``TypeError`` for
+        anything else, or a bitmask that is not int32 or not on the CPU."""
 
     def accepts(self, token_id: int) -> bool:
         """Whether ``token_id`` is allowed next; no state change, no full mask."""
@@ -129,7 +133,8 @@ class Checker(Protocol):
         """Whether nothing but EOS can follow (or EOS was already accepted)."""
 
     def rollback(self, n: int) -> None:
-        """Undo the last ``n`` accepted tokens; ``ValueError`` if there are fewer."""
+        """Undo the last ``n`` accepted tokens; ``ValueError`` if there are
+        fewer, ``TypeError`` if ``n`` is not an integer."""
 
     def fork(self) -> Checker:
         """An independent copy of this checker in the same state (beam search)."""

@@ -352,3 +352,30 @@ def test_a_checker_used_by_two_threads_at_once_raises_instead_of_racing(vocab):
     twin = checker.fork()
     twin.update([B])
     assert checker.rollback_depth == 1 and twin.rollback_depth == 2
+
+
+def test_token_ids_must_be_integers_not_coerced(compiled, vocab):
+    """``update([a + 0.9])`` once accepted ``a``; floats and numeric strings
+    are refused with TypeError, numpy integers are ids."""
+    checker = compiled.checker()
+    for bad in (A + 0.9, float(A), str(A)):
+        with pytest.raises(TypeError):
+            checker.update([bad])
+        with pytest.raises(TypeError):
+            checker.accepts(bad)
+        with pytest.raises(TypeError):
+            checker.validate([bad])
+    assert checker.rollback_depth == 0
+    checker.update([np.int64(A)])
+    assert checker.rollback_depth == 1
+    with pytest.raises(TypeError):
+        checker.rollback(0.5)
+    assert checker.rollback_depth == 1
+
+
+def test_bad_arguments_raise_documented_errors(compiled, vocab):
+    checker = compiled.checker()
+    with pytest.raises(TypeError, match="numpy array or a CPU torch tensor"):
+        checker.fill_mask([0, 0, 0], 0)
+    with pytest.raises(TypeError, match="needs a Vocabulary"):
+        TestChoiceBackend().compile(Choice(OPTIONS), None)

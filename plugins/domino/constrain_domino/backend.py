@@ -23,6 +23,7 @@ paths are longer, so its masks are a subset of the oracle's).
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
 import time
 from collections import OrderedDict
@@ -301,7 +302,7 @@ class DominoChecker(StateChecker[State]):
         """Accept ``token_ids`` (atomically) and count them for :meth:`propose`."""
         if isinstance(token_ids, int | np.integer) or self.validate(token_ids) < len(token_ids):
             super().update(token_ids)  # raises, and leaves the state as it was
-        for token_id in map(int, token_ids):  # all accepted: the steps are memoized
+        for token_id in map(operator.index, token_ids):  # all accepted: steps are memoized
             before = self.state
             super().update([token_id])
             if token_id not in self.vocab.eos_ids:
