@@ -105,11 +105,12 @@ def cat(*parts: Expr) -> Expr:
 
 def either(*options: Expr) -> Expr:
     """Alternation (duplicates and impossible options dropped)."""
-    seen: list[Expr] = []
+    unique: dict[Expr, None] = {}  # (a dict: order kept, linear in the options)
     for o in options:
         for item in o.options if isinstance(o, Or) else (o,):
-            if item != NOTHING and item not in seen:
-                seen.append(item)
+            if item != NOTHING:
+                unique.setdefault(item)
+    seen = list(unique)
     if not seen:
         return NOTHING
     if len(seen) == 1:

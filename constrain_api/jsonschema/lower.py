@@ -905,13 +905,26 @@ def _enum_values(s: dict, where: str | None) -> list[Any]:
     if "const" in s:
         c = s["const"]
         values = [c] if values is None else [v for v in values if _json_equal(v, c)]
-    out: list[Any] = []
+    out: dict[Any, Any] = {}  # by a key equal iff the values are JSON-equal: linear
     for v in values or []:
         if isinstance(v, dict) and "__never__" in v:
             continue
-        if not any(_json_equal(v, w) for w in out):
-            out.append(v)
-    return out
+        out.setdefault(_json_key(v), v)
+    return list(out.values())
+
+
+def _json_key(v: Any) -> Any:
+    """A hashable key with ``_json_key(a) == _json_key(b)`` iff ``_json_equal(a, b)``
+    (``1`` and ``1.0`` are one number; ``True`` is not ``1``)."""
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, int | float):
+        return ("number", v)
+    if isinstance(v, list):
+        return ("array", tuple(_json_key(x) for x in v))
+    if isinstance(v, dict):
+        return ("object", frozenset((k, _json_key(x)) for k, x in v.items()))
+    return (type(v).__name__, v)
 
 
 def _declared_types(s: dict) -> set[str]:

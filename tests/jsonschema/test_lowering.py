@@ -7,7 +7,7 @@ import pytest
 from jsonschema_harness import recognizer
 
 from constrain_api import Grammar, JsonSchema, Regex, get, lower_json_schema
-from constrain_api.errors import CompileLimitExceeded, UnsupportedConstraint
+from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 
 
 def language(schema, **options):
@@ -175,10 +175,11 @@ def test_unsupported_names_keyword_and_pointer():
         assert info.value.construct == construct
 
 
-def test_false_and_impossible_schemas_are_the_empty_language():
+def test_false_and_impossible_schemas_are_refused_as_the_empty_language():
     for schema in [False, {"allOf": [{"type": "string"}, {"type": "integer"}]}, {"not": {}}]:
-        _, ok = language(schema)
-        assert not any(ok(t) for t in ["1", '"a"', "null", "{}", "[]"])
+        with pytest.raises(ConstraintError, match="no JSON value satisfies") as info:
+            lower_json_schema(JsonSchema(schema))
+        assert info.value.where == "#"
 
 
 def test_naive_backend_compiles_json_schema_through_the_lowering():
@@ -245,3 +246,30 @@ def test_member_counts_with_optional_members():
         {"type": "object", "properties": {"a": {}}, "required": ["a"], "minProperties": 2}
     )
     assert not ok('{"a":1}') and ok('{"a":1,"x":2}') and ok('{"a":1,"x":2,"y":3}')
+
+
+def test_enum_deduplication_keys_agree_with_json_equality():
+    """``_enum_values`` dedups by a hashable key (linear, was quadratic): the
+    key must be equal exactly when the values are JSON-equal."""
+    import itertools
+    import random
+
+    from constrain_api.jsonschema.lower import _json_equal, _json_key
+
+    rng = random.Random(7)
+    atoms = [0, 1, 1.0, -0.0, 2.5, True, False, None, "1", "", "a"]
+
+    def value(depth):
+        r = rng.random()
+        if depth > 2 or r < 0.5:
+            return rng.choice(atoms)
+        if r < 0.75:
+            return [value(depth + 1) for _ in range(rng.randrange(3))]
+        return {rng.choice("ab"): value(depth + 1) for _ in range(rng.randrange(3))}
+
+    values = [value(0) for _ in range(300)] + atoms
+    for a, b in itertools.product(values[:120], values[:120]):
+        assert (_json_key(a) == _json_key(b)) == _json_equal(a, b), (a, b)
+    duplicated = {"enum": [1, 1.0, True, [1], [1.0], {"a": 1}, {"a": 1.0}, "x", "x"]}
+    once = {"enum": [1, True, [1], {"a": 1}, "x"]}
+    assert lower_json_schema(JsonSchema(duplicated)) == lower_json_schema(JsonSchema(once))
