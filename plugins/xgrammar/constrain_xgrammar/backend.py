@@ -129,6 +129,14 @@ def _engine_json(compiler: Any, spec) -> Any:
             "format_assertion=False",
             "XGrammar's converter asserts the formats it knows; use json_schema='lowering'",
         )
+    remote = _first_remote_ref(spec.schema)
+    if remote is not None:  # the converter logs a warning and allows any JSON there
+        raise UnsupportedConstraint(
+            NAME,
+            f"$ref {remote!r}",
+            "XGrammar's converter resolves only '#' references (it would allow any JSON "
+            "in its place); use json_schema='lowering'",
+        )
     flexible = spec.whitespace == "flexible"
     return compiler.compile_json_schema(
         spec.schema_json,
@@ -138,6 +146,25 @@ def _engine_json(compiler: Any, spec) -> Any:
         # strict mode forbids members and items the schema does not list
         strict_mode=not spec.additional_properties,
     )
+
+
+#: Keywords whose values are data, not schemas: a "$ref" there is not a reference.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+def _first_remote_ref(schema: Any) -> str | None:
+    """The first ``$ref`` of ``schema`` that does not start with ``#``, if any."""
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and not ref.startswith("#"):
+                return ref
+            todo.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
+    return None
 
 
 class XGrammarCompiled(BaseCompiled):

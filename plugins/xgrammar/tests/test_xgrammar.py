@@ -193,3 +193,20 @@ def test_no_count_past_128_reaches_the_engine(pattern, xg, vocab, naive):
     doc = {"[": "xy", "a": "aaa", "b": "b" * 130, "(": "ab" * 256}[pattern[0]]
     path = paths.natural(vocab, doc)
     assert checks.compare_masks(xg.compile(spec, vocab), naive.compile(spec, vocab), path).exact
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "http://example.com/x.json"},
+        {"type": "array", "items": {"$ref": "other.json#/x"}},
+    ],
+)
+def test_the_engine_converter_never_turns_a_remote_ref_into_any_json(schema, vocab):
+    """XGrammar's converter logs a warning and allows any JSON for a reference
+    it cannot resolve: the adapter refuses the schema instead."""
+    with pytest.raises(ca.UnsupportedConstraint, match=r"\$ref"):
+        ca.get("xgrammar", json_schema="engine").compile(ca.JsonSchema(schema), vocab)
+    # a "$ref" inside data is not a reference
+    data = {"const": {"$ref": "http://example.com/x.json"}}
+    assert ca.get("xgrammar", json_schema="engine").compile(ca.JsonSchema(data), vocab)
