@@ -41,6 +41,7 @@ from constrain_api import (
 )
 from constrain_api.automata import dfa_to_regex, to_regex
 
+from .estimate import IndexSize
 from .grammar import GrammarChecker, GrammarIndex, grammar_terminals
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
@@ -54,6 +55,24 @@ class FSMCompiler(BaseCompiler):
         super().__init__(backend, vocab)
         self.outlines_vocabulary = _OutlinesVocabulary(vocab)
         self._indices = self.cache("indices", backend.cache_size, sizeof=_index_size)
+        self._sizes: IndexSize | None = None
+
+    def _check_index_size(self, patterns: list[str], dfas: list[ByteDFA], bound: float) -> None:
+        """``CompileLimitExceeded`` when the indices not yet built would pass
+        ``bound`` MiB (estimated first: outlines-core cannot be interrupted)."""
+        todo = [d for p, d in zip(patterns, dfas, strict=True) if self._indices.get(p) is None]
+        if not todo:
+            return
+        if self._sizes is None:
+            self._sizes = IndexSize(self.vocab)
+        mb = self._sizes.megabytes(todo)
+        if mb > bound:
+            raise CompileLimitExceeded(
+                "max_index_mb",
+                bound,
+                round(mb),
+                "outlines-core's index would pass the memory bound (estimated before building)",
+            )
 
     def compile_regular(self, language, spec, options) -> FSMCompiled:
         """One outlines-core index of the language's portable pattern."""
@@ -68,6 +87,7 @@ class FSMCompiler(BaseCompiler):
         if precheck.is_empty():
             rows, index_seconds = None, 0.0
         else:
+            self._check_index_size([pattern], [precheck], options.max_index_mb)
             rows, index_seconds = self._index(pattern)
         _check_seconds(index_seconds, options.max_index_seconds)
         states = rows.num_states if rows is not None else 0
@@ -90,6 +110,11 @@ class FSMCompiler(BaseCompiler):
         reduced = grammar.reduce(max_states=options.max_states)
         patterns = grammar_terminals(reduced)
         lr = lalr_table(reduced.rules, reduced.names, reduced.start, backend=self.name)
+        self._check_index_size(
+            [patterns[n] for n in reduced.names],
+            [reduced.dfas[n] for n in reduced.names],
+            options.max_index_mb,
+        )
         terminals, index_seconds = [], 0.0
         for name in reduced.names:
             try:
@@ -154,7 +179,10 @@ class FSMBackend(BaseBackend):
     (checked on the core's DFA before outlines-core builds its own, which
     cannot be interrupted; for a grammar, each terminal's and their total),
     ``max_index_seconds`` fails a compilation whose indices took longer
-    (reported, as outlines-core cannot be stopped midway), ``mask_cache``
+    (reported, as outlines-core cannot be stopped midway), ``max_index_mb``
+    refuses one whose indices would pass that many MiB (estimated from the
+    core's DFAs before outlines-core starts, see ``estimate.py``; default
+    4096), ``mask_cache``
     the grammar masks kept per compiled grammar (one per set of terminal
     states met); constructor only: ``cache_size``, the compiled indices kept
     per vocabulary, keyed by pattern.
@@ -175,7 +203,7 @@ class FSMBackend(BaseBackend):
         ),
     )
     compiler_class = FSMCompiler
-    compile_options = ("max_states", "max_index_seconds", "mask_cache")
+    compile_options = ("max_states", "max_index_seconds", "max_index_mb", "mask_cache")
 
     def __init__(
         self,
@@ -183,9 +211,11 @@ class FSMBackend(BaseBackend):
         max_index_seconds: float | None = None,
         cache_size: int = 64,
         mask_cache: int = 4096,
+        max_index_mb: float = 4096,
     ):
         self.max_states = max_states
         self.max_index_seconds = max_index_seconds
+        self.max_index_mb = max_index_mb
         self.mask_cache = mask_cache
         self.cache_size = cache_size
 

@@ -6,6 +6,7 @@ must be the only difference and never an extra token."""
 from __future__ import annotations
 
 import random
+from unittest import mock
 
 import pytest
 from constrain_conformance import paths
@@ -228,3 +229,33 @@ def test_the_index_is_cached_per_pattern_and_vocabulary(vocab=None):
 def test_an_empty_language_is_refused(fsm):
     with pytest.raises(ca.ConstraintError, match="no text satisfies it"):
         fsm.compile(ca.Regex("a[^\\x00-\\U0010ffff]"), small_vocabulary())
+
+
+@pytest.mark.parametrize("pattern", ['[^"]{0,80}', "[a-z]{0,200}", r"\d{4}-\d{2}", "(ab|cd)*x"])
+def test_the_index_size_estimate_is_within_a_factor_of_two(pattern):
+    import outlines_core
+    from constrain_fsm.estimate import IndexSize
+
+    vocab = small_vocabulary()
+    compiler = ca.get("fsm").compiler(vocab)
+    index = outlines_core.Index(pattern, compiler.outlines_vocabulary.inner)
+    actual = sum(len(m) for m in index.get_transitions().values())
+    estimate = IndexSize(vocab).entries(ca.ByteDFA.from_regex(pattern))
+    assert actual / 2 <= estimate <= 2 * actual, (estimate, actual)
+
+
+def test_an_index_past_the_memory_bound_is_refused_before_it_is_built():
+    """``[^"]{0,5000}`` made outlines-core take 8 GB and abort on Llama-3: the
+    size is estimated first and the compile refused."""
+    vocab = small_vocabulary()
+    with (
+        mock.patch("outlines_core.Index") as build,
+        pytest.raises(ca.CompileLimitExceeded) as info,
+    ):
+        ca.get("fsm").compile(ca.Regex('[^"]{0,5000}'), vocab, max_index_mb=1)
+    build.assert_not_called()
+    assert info.value.limit == "max_index_mb" and info.value.value > 1
+    grammar = ca.Grammar('start: "<" S ">"\nS: /[^"]{1,5000}/')
+    with pytest.raises(ca.CompileLimitExceeded, match="memory bound"):
+        ca.get("fsm").compile(grammar, vocab, max_index_mb=1)
+    assert ca.get("fsm").compile(ca.Regex('[^"]{0,50}'), vocab, max_index_mb=1)
