@@ -41,7 +41,7 @@ from constrain_api import (
 )
 from constrain_api.automata import dfa_to_regex, to_regex
 
-from .estimate import IndexSize
+from .estimate import IndexSize, most_megabytes
 from .grammar import GrammarChecker, GrammarIndex, grammar_terminals
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
@@ -61,7 +61,7 @@ class FSMCompiler(BaseCompiler):
         """``CompileLimitExceeded`` when the indices not yet built would pass
         ``bound`` MiB (estimated first: outlines-core cannot be interrupted)."""
         todo = [d for p, d in zip(patterns, dfas, strict=True) if self._indices.get(p) is None]
-        if not todo:
+        if not todo or most_megabytes(todo, self.vocab) <= bound:
             return
         if self._sizes is None:
             self._sizes = IndexSize(self.vocab)
