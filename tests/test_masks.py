@@ -230,3 +230,19 @@ def test_pack_row_equals_bitmask_from_bool_and_fills_out(size):
     out = np.full(ca.bitmask_words(size) + 1, -1, dtype=np.int32)  # a wider row: cleared past
     assert ca.pack_row(padded, out) is out
     assert np.array_equal(out[:-1], expected) and out[-1] == 0
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_apply_bitmask_with_indices_clears_padded_columns(device):
+    """Logits wider than the vocabulary (padded embedding rows) and a bitmask
+    whose padding bits are set: with ``indices`` too, every column at or past
+    the vocabulary is disallowed in the chosen rows, the others untouched."""
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device here")
+    allowed = torch.ones(3, 64, dtype=torch.bool)  # bits 40..63 are padding for V=40
+    packed = bitmask_from_bool(allowed)
+    logits = torch.zeros(3, 80, device=device)
+    apply_bitmask_(logits, packed, vocab_size=40, indices=[1])
+    finite = torch.isfinite(logits).cpu()
+    assert finite[1, :40].all() and not finite[1, 40:].any()
+    assert finite[0].all() and finite[2].all()
