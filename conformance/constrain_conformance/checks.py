@@ -22,7 +22,9 @@ class MaskComparison:
     ``extra``: (step, token) pairs the backend allows and the oracle forbids
     (precision failures); ``missing``: pairs the oracle allows and the backend
     forbids (recall failures); ``rejected_at``: the step where the backend
-    refused a path token the oracle accepts (``None``: it accepted them all).
+    refused a path token the oracle accepts (``None``: it accepted them all);
+    ``finished_wrong``: the steps where ``is_finished()`` disagreed with the
+    backend's own mask (finished iff it allows no token but EOS).
     """
 
     steps: int = 0
@@ -31,11 +33,23 @@ class MaskComparison:
     extra: list[tuple[int, int]] = field(default_factory=list)
     missing: list[tuple[int, int]] = field(default_factory=list)
     rejected_at: int | None = None
+    finished_wrong: list[int] = field(default_factory=list)
 
     @property
     def exact(self) -> bool:
-        """Whether every mask was the oracle's."""
-        return not self.extra and not self.missing and self.rejected_at is None
+        """Whether every mask was the oracle's (and ``is_finished`` said so)."""
+        return (
+            not self.extra
+            and not self.missing
+            and self.rejected_at is None
+            and not self.finished_wrong
+        )
+
+    @property
+    def sound(self) -> bool:
+        """What an inexact backend must keep: no token the oracle forbids, and
+        an ``is_finished`` that agrees with its own masks."""
+        return not self.extra and not self.finished_wrong
 
     @property
     def precision(self) -> float:
@@ -60,6 +74,9 @@ class MaskComparison:
                 parts.append(f"{len(pairs)} {label} ({shown})")
         if self.rejected_at is not None:
             parts.append(f"rejected the path's token at step {self.rejected_at}")
+        if self.finished_wrong:
+            steps = ", ".join(map(str, self.finished_wrong[:limit]))
+            parts.append(f"is_finished() disagreed with the mask at steps {steps}")
         return "; ".join(parts)
 
 
@@ -106,6 +123,7 @@ def compare_masks(
     comparing the full mask before every token and after the last one."""
     result = MaskComparison()
     checker = compiled.checker()
+    eos = sorted(compiled.vocab.eos_ids)
     wanted = oracle_masks(oracle, path)
     size = compiled.vocab.size
     for step in range(len(path) + 1):
@@ -113,6 +131,9 @@ def compare_masks(
         # step would cost more than most backends' masks
         got, want = checker.mask(), wanted[step]
         result.steps += 1
+        eos_allowed = sum(1 for e in eos if e in got)
+        if checker.is_finished() != (got.count() == eos_allowed):
+            result.finished_wrong.append(step)
         result.backend_allowed += got.count()
         result.oracle_allowed += want.count()
         for pairs, words in (

@@ -48,6 +48,10 @@ class Tampered:
         self.fill_mask(words)
         return ca.TokenMask(words, self.vocab.size)
 
+    def is_finished(self) -> bool:
+        finished = self.inner.is_finished()
+        return not finished if self.defect == "finished-lies" else finished
+
     def rollback(self, n: int) -> None:
         if self.defect == "rollback-off-by-one" and n > 1:
             n -= 1
@@ -115,6 +119,14 @@ def test_missing_a_bridge_token_is_caught(json_case, vocab, oracle):
     assert any(b'"' in vocab.token_bytes(t) for _, t in result.missing)
 
 
+def test_is_finished_disagreeing_with_the_mask_is_caught(json_case, vocab, oracle):
+    """Masks right, ``is_finished`` wrong (once a mutant no test saw)."""
+    broken = TamperedCompiled(oracle, "finished-lies")
+    result = checks.compare_masks(broken, oracle, paths.natural(vocab, json_case.valid[0]))
+    assert not result.extra and not result.missing
+    assert result.finished_wrong and not result.exact and not result.sound
+
+
 def test_rollback_off_by_one_is_caught(json_case, vocab, oracle):
     broken = TamperedCompiled(oracle, "rollback-off-by-one")
     failures = checks.state_operation_failures(broken, paths.natural(vocab, json_case.valid[0]))
@@ -140,6 +152,7 @@ def test_the_intact_oracle_passes_the_same_checks(json_case, vocab, oracle):
         ("allows-forbidden", "test_masks_match_the_oracle"),
         ("misses-bridge", "test_masks_match_the_oracle"),
         ("misses-bridge", "test_minimal_invasiveness"),
+        ("finished-lies", "test_masks_match_the_oracle"),
         ("rollback-off-by-one", "test_state_operations"),
     ],
 )
