@@ -3,11 +3,14 @@ small vocabularies), ``nox -s lint`` (ruff), ``nox -s conformance`` (the
 conformance suite on the real vocabularies too, writing docs/conformance.md),
 ``nox -s jsonschema`` (the JSON Schema lowering over the whole JSON Schema
 Test Suite and all of MaskBench, writing docs/jsonschema.md), ``nox -s bench``
-(the side-by-side throughput report, docs/bench/REPORT.md), ``nox -s docs``
+(the side-by-side throughput report, docs/bench/REPORT.md), ``nox -s micro``
+(a developer micro-benchmark file of benchmarks/), ``nox -s docs``
 (the documentation site with the API reference, strict: a broken link or
 cross-reference fails it)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import nox
 
@@ -125,3 +128,13 @@ def bench(session: nox.Session) -> None:
     minutes; other options after ``--`` (``python -m constrain_bench --help``)."""
     _install_project(session, test_plugin=False)
     session.run("python", "-m", "constrain_bench", *session.posargs)
+
+
+@nox.session
+def micro(session: nox.Session) -> None:
+    """A developer micro-benchmark file of ``benchmarks/`` (the figures in the
+    READMEs name theirs): ``nox -s micro -- benchmarks/bench_masks.py``; every
+    file when none is given."""
+    _install_project(session, test_plugin=False)
+    files = session.posargs or sorted(str(p) for p in Path("benchmarks").glob("bench_*.py"))
+    session.run("pytest", *files, "--benchmark-only", "-q", "-p", "no:cacheprovider")
