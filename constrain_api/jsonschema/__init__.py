@@ -27,6 +27,7 @@ from ..specs import Grammar, JsonSchema, Regex
 from .instances import instance_text
 from .ir import Rx, is_nothing, to_lark
 from .lower import Lowerer, NotRegular, Options, rewrite_refs
+from .numbers import integers_with_zero_fraction
 from .refs import index_schema
 
 __all__ = ["Options", "instance_text", "lower_json_schema", "options_of"]
@@ -56,19 +57,27 @@ def lower_json_schema(spec: JsonSchema) -> Regex | Grammar:
     options = options_of(spec)
     index = index_schema(spec.schema)
     root = rewrite_refs(index)
-    try:
-        lowerer = Lowerer(index, root, options, grammar=False)
-        expr = lowerer.lower_document()
-        _refuse_nothing(expr, lowerer)
-        if isinstance(expr, Rx):
-            return Regex(expr.text)
-    except NotRegular:
-        pass
-    lowerer = Lowerer(index, root, options, grammar=True)
-    start = lowerer.lower_document()
-    _refuse_nothing(start, lowerer)
+    with integers_with_zero_fraction(not _draft_3_or_4(spec.schema)):
+        try:
+            lowerer = Lowerer(index, root, options, grammar=False)
+            expr = lowerer.lower_document()
+            _refuse_nothing(expr, lowerer)
+            if isinstance(expr, Rx):
+                return Regex(expr.text)
+        except NotRegular:
+            pass
+        lowerer = Lowerer(index, root, options, grammar=True)
+        start = lowerer.lower_document()
+        _refuse_nothing(start, lowerer)
     rules = {"start": start, **lowerer.rules}
     return Grammar(to_lark("start", rules), start="start")
+
+
+def _draft_3_or_4(schema) -> bool:
+    """Whether ``$schema`` names draft 3 or 4, where an integer has no
+    fraction at all (``3.0`` is a number, not an integer)."""
+    meta = schema.get("$schema") if isinstance(schema, dict) else None
+    return isinstance(meta, str) and ("draft-03" in meta or "draft-04" in meta)
 
 
 def _refuse_nothing(expr, lowerer: Lowerer) -> None:

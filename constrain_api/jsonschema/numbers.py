@@ -67,8 +67,10 @@ or a ``multipleOf`` that is not positive.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from decimal import Decimal
 from fractions import Fraction
 
@@ -87,6 +89,26 @@ __all__ = [
 
 #: Any JSON integer text (an integral value, optionally with ``.0``…).
 INTEGER = "-?(?:0|[1-9][0-9]*)(?:\\.0+)?"
+#: Draft-03/04 integers: no fraction at all (``3.0`` is not one there).
+INTEGER_NO_FRACTION = "-?(?:0|[1-9][0-9]*)"
+
+#: Whether an integer may be spelled with ``.0…`` (draft 6 on) or not (draft 3/4).
+_ZERO_FRACTION: ContextVar[bool] = ContextVar("zero_fraction", default=True)
+#: Set while ``number_regex`` spells integers with no fraction at all.
+_FRACTIONLESS: ContextVar[bool] = ContextVar("fractionless", default=False)
+
+
+@contextlib.contextmanager
+def integers_with_zero_fraction(allowed: bool) -> Iterator[None]:
+    """Within the block, integers are spelled with an optional ``.0…`` or not
+    (draft 4: "a JSON number without a fraction or exponent part")."""
+    token = _ZERO_FRACTION.set(allowed)
+    try:
+        yield
+    finally:
+        _ZERO_FRACTION.reset(token)
+
+
 #: Any JSON number text.
 NUMBER = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 #: Matches nothing: an empty class (portable: Python ``re`` and the automata).
@@ -520,7 +542,7 @@ def _magnitude_range(
 ) -> str | None:
     """Unsigned texts with value in the interval (``rem``: fraction digits
     after which only zeros may follow; None: any)."""
-    any_frac = _frac_text(_free(rem))
+    any_frac = "" if rem == 0 and _FRACTIONLESS.get() else _frac_text(_free(rem))
     assert any_frac is not None
     if rem == 0:  # integers: the bounds are integral and inclusive here
         assert not a_ex and not b_ex
@@ -664,7 +686,7 @@ def _full_atoms(w: int, d: int) -> list[list[str]]:
 
 
 def _with_int_suffix(body: str | None, d: int) -> str | None:
-    if body is None or d:
+    if body is None or d or _FRACTIONLESS.get():
         return body
     return body + "(?:\\.0+)?"
 
@@ -891,6 +913,24 @@ def number_regex(
     ``multipleOf`` it cannot express, ``CompileLimitExceeded`` (``regex_size``)
     for a regex longer than ``max_size``.
     """
+    token = _FRACTIONLESS.set(integer and not _ZERO_FRACTION.get())
+    try:
+        return _number_regex(
+            minimum, maximum, exclusive_minimum, exclusive_maximum, integer, multiple_of, max_size
+        )
+    finally:
+        _FRACTIONLESS.reset(token)
+
+
+def _number_regex(
+    minimum: Bound | None,
+    maximum: Bound | None,
+    exclusive_minimum: bool,
+    exclusive_maximum: bool,
+    integer: bool,
+    multiple_of: Bound | None,
+    max_size: int,
+) -> str:
     lo = hi = None
     lo_ex, hi_ex = bool(exclusive_minimum), bool(exclusive_maximum)
     if minimum is not None:
@@ -911,7 +951,9 @@ def number_regex(
         if q is None or q <= 0:
             raise ConstraintError("json_schema", f"multipleOf must be > 0, not {multiple_of!r}")
     if lo is None and hi is None and q is None:
-        return INTEGER if integer else NUMBER
+        if not integer:
+            return NUMBER
+        return INTEGER_NO_FRACTION if _FRACTIONLESS.get() else INTEGER
     _check_digits((q, lo, hi), max_size)
 
     # the grid the values lie on: multiples of c / 10**d

@@ -447,3 +447,20 @@ def test_random_bounds(lo, hi, lo_ex, hi_ex, integer, q):
         assert q in (3, 7, 0.3), kw
         return
     check(kw, candidates(lo, hi, q, spread=3))
+
+
+def test_draft_4_integers_have_no_fraction():
+    """Draft 4: "a JSON number without a fraction or exponent part" (3.0 is not
+    one); from draft 6 on, 3.0 is an integer. ``type: number`` keeps 3.0."""
+    from constrain_api import JsonSchema, lower_json_schema
+    from constrain_api.automata import ByteDFA
+
+    def accepts(schema, text):
+        return ByteDFA.from_regex(lower_json_schema(JsonSchema(schema)).pattern).matches(text)
+
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#"}
+    for bounds in ({}, {"minimum": 2, "maximum": 300}, {"multipleOf": 3}):
+        assert accepts({**draft4, "type": "integer", **bounds}, b"3")
+        assert not accepts({**draft4, "type": "integer", **bounds}, b"3.0")
+        assert accepts({"type": "integer", **bounds}, b"3.0")
+    assert accepts({**draft4, "type": "number", "multipleOf": 3}, b"3.0")
