@@ -175,19 +175,19 @@ def test_the_suite_run_by_pytest_fails_broken_backends(pytester, defect, failing
     assert outcomes.get("failed", 0) >= 1, result.stdout.str()[-2000:]
 
 
-def test_a_failure_the_check_did_not_record_is_in_the_matrix(pytester, tmp_path):
-    """A backend that hangs fails by the per-case timeout, before it could
-    record anything: the matrix must still say FAIL, and why."""
-    unregister = ca.register(broken_backend("hangs"))
+def _matrix_of_a_timeout(pytester, tmp_path, defect: str, selection: str):
+    """Run the suite on ``broken-<defect>`` with a 0.5 s case timeout:
+    (pytest's outcomes, the matrix it wrote)."""
+    unregister = ca.register(broken_backend(defect))
     report = tmp_path / "matrix.md"
     try:
         result = pytester.runpytest_inprocess(
             "--pyargs",
             "constrain_conformance.suite",
             "--backend",
-            "broken-hangs",
+            f"broken-{defect}",
             "-k",
-            "test_state_operations and json",
+            selection,
             "--conformance-timeout=0.5",
             f"--conformance-report={report}",
             "-p",
@@ -195,8 +195,16 @@ def test_a_failure_the_check_did_not_record_is_in_the_matrix(pytester, tmp_path)
         )
     finally:
         unregister()
-    assert result.parseoutcomes().get("failed", 0) >= 1
-    text = report.read_text()
+    return result.parseoutcomes(), report.read_text()
+
+
+def test_a_failure_the_check_did_not_record_is_in_the_matrix(pytester, tmp_path):
+    """A backend that hangs fails by the per-case timeout, before it could
+    record anything: the matrix must still say FAIL, and why."""
+    outcomes, text = _matrix_of_a_timeout(
+        pytester, tmp_path, "hangs", "test_state_operations and json"
+    )
+    assert outcomes.get("failed", 0) >= 1
     assert "| `broken-hangs` |" in text and "**FAIL**" in text
     assert "TimeoutError" in text
 
@@ -204,25 +212,10 @@ def test_a_failure_the_check_did_not_record_is_in_the_matrix(pytester, tmp_path)
 def test_a_compile_that_times_out_is_a_failure_in_the_matrix(pytester, tmp_path):
     """A compile that runs past the timeout fails in the test's set-up (where
     the case is compiled): the matrix must count it as a failure, not drop it."""
-    unregister = ca.register(broken_backend("compile-hangs"))
-    report = tmp_path / "matrix.md"
-    try:
-        result = pytester.runpytest_inprocess(
-            "--pyargs",
-            "constrain_conformance.suite",
-            "--backend",
-            "broken-compile-hangs",
-            "-k",
-            "test_masks_match_the_oracle and json and natural",
-            "--conformance-timeout=0.5",
-            f"--conformance-report={report}",
-            "-p",
-            "no:cacheprovider",
-        )
-    finally:
-        unregister()
-    assert result.parseoutcomes().get("errors", 0) >= 1
-    text = report.read_text()
+    outcomes, text = _matrix_of_a_timeout(
+        pytester, tmp_path, "compile-hangs", "test_masks_match_the_oracle and json and natural"
+    )
+    assert outcomes.get("errors", 0) >= 1
     assert "| `broken-compile-hangs` |" in text and "**FAIL**" in text
     assert "TimeoutError" in text
 

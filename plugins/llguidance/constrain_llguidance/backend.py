@@ -190,8 +190,7 @@ class LLGuidanceChecker(MatcherChecker):
             raise RuntimeError(f"llguidance could not roll back: {self.matcher.get_error()}")
 
     def matcher_fill(self, row: np.ndarray) -> None:
-        if not row.flags["C_CONTIGUOUS"]:
-            raise TypeError("fill_mask needs a C-contiguous bitmask row")
+        # MatcherChecker hands a C-contiguous row of the vocabulary's width
         self.matcher.unsafe_compute_mask_ptr(row.ctypes.data, row.nbytes)
         if self.matcher.is_error():  # a bound hit while building the automaton lazily
             raise _engine_error(self.matcher.get_error(), self.compiled.limits)
