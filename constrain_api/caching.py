@@ -151,6 +151,7 @@ def core_caches() -> dict[str, CacheInfo]:
 SPEC_CACHES = (
     "compiled lark grammars",
     "grammar validations",
+    "json schema specs",
     "lark grammars",
     "lowered json schemas",
     "lowered specs",

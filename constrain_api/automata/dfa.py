@@ -354,9 +354,25 @@ def _compress(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(cols.T, dtype=np.int32), classmap.reshape(-1).astype(np.intp)
 
 
+#: Tables up to this many entries are walked with Python lists: a numpy call
+#: per BFS level costs more than the whole walk on a small automaton.
+_SMALL_TABLE = 1 << 15
+
+
 def _bfs_order(small: np.ndarray, start: int) -> np.ndarray:
     """States reachable from ``start`` in breadth-first order (columns in given order)."""
     n = small.shape[0]
+    if small.size <= _SMALL_TABLE:
+        rows = small.tolist()
+        seen = [False] * n
+        seen[start] = True
+        order = [start]
+        for q in order:  # (grows while iterated: a FIFO queue)
+            for t in rows[q]:
+                if t >= 0 and not seen[t]:
+                    seen[t] = True
+                    order.append(t)
+        return np.array(order, dtype=np.int64)
     seen = np.zeros(n, dtype=bool)
     seen[start] = True
     frontier = np.array([start], dtype=np.int64)
@@ -377,6 +393,20 @@ def _bfs_order(small: np.ndarray, start: int) -> np.ndarray:
 def _coreachable(small: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     """Mask of the states from which an accepting state is reachable."""
     n = small.shape[0]
+    if small.size <= _SMALL_TABLE:
+        preds: list[list[int]] = [[] for _ in range(n)]
+        for q, row in enumerate(small.tolist()):
+            for t in row:
+                if t >= 0:
+                    preds[t].append(q)
+        alive = np.asarray(accepting, dtype=bool).tolist()
+        todo = [q for q in range(n) if alive[q]]
+        for q in todo:  # (grows while iterated)
+            for p in preds[q]:
+                if not alive[p]:
+                    alive[p] = True
+                    todo.append(p)
+        return np.array(alive, dtype=bool)
     live = np.asarray(accepting, dtype=bool).copy()
     src, cls = np.nonzero(small >= 0)
     if not src.size:
@@ -433,6 +463,27 @@ def _trim(
     return s2, a2, 0
 
 
+def _predecessor_masks(small: np.ndarray, preds: list[list[tuple[int, int]]]) -> None:
+    """Append to ``preds[q]`` each ``(s, mask)``: the classes from ``s`` to ``q`` as bits."""
+    n, k = small.shape
+    src, cls = np.nonzero(small >= 0)
+    dst = small[src, cls].astype(np.int64)
+    if not dst.size:
+        return
+    order = np.lexsort((cls, src, dst))
+    src, cls, dst = src[order], cls[order], dst[order]
+    key = dst * n + src
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(key)) + 1])
+    masks = [0] * starts.size
+    for w in range((k + 63) // 64):
+        inword = (cls >= 64 * w) & (cls < 64 * (w + 1))
+        bits = np.where(inword, np.left_shift(np.uint64(1), (cls % 64).astype(np.uint64)), 0)
+        words = np.bitwise_or.reduceat(bits.astype(np.uint64), starts).tolist()
+        masks = words if w == 0 else [m | x << 64 * w for m, x in zip(masks, words, strict=True)]
+    for q, s, m in zip(dst[starts].tolist(), src[starts].tolist(), masks, strict=True):
+        preds[q].append((s, m))
+
+
 def _hopcroft(small: np.ndarray, accepting: np.ndarray) -> list[int]:
     """Block number of each state in the coarsest partition compatible with the DFA.
 
@@ -445,26 +496,18 @@ def _hopcroft(small: np.ndarray, accepting: np.ndarray) -> list[int]:
     other parts go into the worklist (plus the block itself when it was not
     there and the largest part was carved out).
     """
-    n, k = small.shape
-    src, cls = np.nonzero(small >= 0)
-    dst = small[src, cls].astype(np.int64)
+    n = small.shape[0]
     preds: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    if dst.size:
-        order = np.lexsort((cls, src, dst))
-        src, cls, dst = src[order], cls[order], dst[order]
-        key = dst * n + src
-        starts = np.concatenate([[0], np.flatnonzero(np.diff(key)) + 1])
-        masks = [0] * starts.size
-        for w in range((k + 63) // 64):
-            inword = (cls >= 64 * w) & (cls < 64 * (w + 1))
-            bits = np.where(inword, np.left_shift(np.uint64(1), (cls % 64).astype(np.uint64)), 0)
-            words = np.bitwise_or.reduceat(bits.astype(np.uint64), starts).tolist()
-            if w == 0:
-                masks = words
-            else:
-                masks = [m | (x << (64 * w)) for m, x in zip(masks, words, strict=True)]
-        for q, s, m in zip(dst[starts].tolist(), src[starts].tolist(), masks, strict=True):
-            preds[q].append((s, m))
+    if small.size <= _SMALL_TABLE // 8:
+        for s, row in enumerate(small.tolist()):
+            into: dict[int, int] = {}
+            for c, q in enumerate(row):
+                if q >= 0:
+                    into[q] = into.get(q, 0) | (1 << c)
+            for q, m in into.items():
+                preds[q].append((s, m))
+    else:
+        _predecessor_masks(small, preds)
 
     acc = np.asarray(accepting, dtype=bool)
     elems: list[int] = np.concatenate([np.flatnonzero(acc), np.flatnonzero(~acc)]).tolist()

@@ -23,14 +23,21 @@ import functools
 
 from ..caching import core_cache
 from ..errors import ConstraintError
+from ..grammar import GrammarIR
 from ..specs import Grammar, JsonSchema, Regex
 from .instances import instance_text
-from .ir import Rx, is_nothing, to_lark
+from .ir import Expr, Rx, is_nothing, to_grammar_ir, to_lark
 from .lower import Lowerer, NotRegular, Options, rewrite_refs
 from .numbers import integers_with_zero_fraction
 from .refs import index_schema
 
-__all__ = ["Options", "instance_text", "lower_json_schema", "options_of"]
+__all__ = [
+    "Options",
+    "instance_text",
+    "lower_json_schema",
+    "lower_json_schema_ir",
+    "options_of",
+]
 
 
 def options_of(spec: JsonSchema) -> Options:
@@ -54,6 +61,26 @@ def lower_json_schema(spec: JsonSchema) -> Regex | Grammar:
     are named) and ``CompileLimitExceeded`` (the result would exceed the
     size bounds).
     """
+    lowered = _lowered(spec)
+    if isinstance(lowered, Rx):
+        return Regex(lowered.text)
+    return Grammar(to_lark("start", lowered), start="start")
+
+
+def lower_json_schema_ir(spec: JsonSchema) -> Regex | GrammarIR:
+    """The language of :func:`lower_json_schema`, with a grammar as the
+    core's ``GrammarIR`` built directly from the lowering (no Lark text
+    printed and parsed back: this is what ``constrain_api.lower`` uses).
+    Raises as :func:`lower_json_schema`."""
+    lowered = _lowered(spec)
+    if isinstance(lowered, Rx):
+        return Regex(lowered.text)
+    return to_grammar_ir("start", lowered)
+
+
+@functools.lru_cache(maxsize=256)
+def _lowered(spec: JsonSchema) -> Rx | dict[str, Expr]:
+    """The schema as one ``Rx`` (a regular language) or as rules, ``start`` first."""
     options = options_of(spec)
     index = index_schema(spec.schema)
     root = rewrite_refs(index)
@@ -63,14 +90,13 @@ def lower_json_schema(spec: JsonSchema) -> Regex | Grammar:
             expr = lowerer.lower_document()
             _refuse_nothing(expr, lowerer)
             if isinstance(expr, Rx):
-                return Regex(expr.text)
+                return expr
         except NotRegular:
             pass
         lowerer = Lowerer(index, root, options, grammar=True)
         start = lowerer.lower_document()
         _refuse_nothing(start, lowerer)
-    rules = {"start": start, **lowerer.rules}
-    return Grammar(to_lark("start", rules), start="start")
+    return {"start": start, **lowerer.rules}
 
 
 def _draft_3_or_4(schema) -> bool:
@@ -88,4 +114,5 @@ def _refuse_nothing(expr, lowerer: Lowerer) -> None:
         raise ConstraintError("json_schema", f"no JSON value satisfies the schema{detail}", "#")
 
 
-core_cache("lowered json schemas", lower_json_schema)
+core_cache("lowered json schemas", _lowered)
+core_cache("json schema specs", lower_json_schema)

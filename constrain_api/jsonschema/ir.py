@@ -1,4 +1,4 @@
-"""The small expression language a schema is lowered to, and its two printers.
+"""The small expression language a schema is lowered to, and its two outputs.
 
 ``Rx(text)`` is a regular piece (portable regex text, self-contained);
 ``Cat``/``Or``/``Rep`` combine pieces; ``Call(name)`` names a rule (only in
@@ -7,9 +7,12 @@ grammar mode: a recursive or shared subschema). The constructors ``cat``,
 regular schema ends as a single ``Rx`` — its regex — and a non-regular one as
 an expression whose regular stretches are single terminals.
 
-``to_lark(start, rules)`` prints rules as a Lark grammar. Terminals there never
-match the empty string (LALR and Earley lexers reject such terminals): an
-``Rx`` that accepts ε is printed as ``[/its non-empty part/]``.
+``flatten(start, rules)`` turns rules into plain context-free rules over
+terminals that never match the empty string (LALR and Earley lexers reject
+such terminals: an ``Rx`` that accepts ε becomes ``its non-empty part | ε``);
+``to_lark`` prints them as a Lark grammar (for engines that read grammar
+text), ``to_grammar_ir`` hands them to the core's ``GrammarIR`` directly (for
+``lower``: no text for lark to parse back).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..automata import (
 )
 from ..automata.printer import concatenable, group
 from ..errors import CompileLimitExceeded
+from ..grammar import GrammarIR, Rule, Terminal
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,78 +175,135 @@ def size(e: Expr) -> int:
     return len(e.name)
 
 
-# ------------------------------------------------------------ Lark printer
+# ------------------------------------------------------------ flat rules
 
 
-def to_lark(start: str, rules: dict[str, Expr], *, max_rules: int = 50_000) -> str:
-    """The rules as Lark EBNF (``start`` first).
+@dataclass(frozen=True, slots=True)
+class Term:
+    """A terminal of the flat rules: ``text`` (portable regex, never matching ε)."""
 
-    No ``[...]``, ``?`` or ``*`` is printed: lark expands those inline and
-    refuses a rule when two expansions coincide, so every optional part,
-    repetition and nested alternation gets a rule of its own (shared by
-    identical bodies), with an explicit empty alternative where needed.
+    text: str
+
+
+_SELF = object()  # stands for the rule being defined, in a repetition's body
+
+
+def flatten(
+    start: str, rules: dict[str, Expr], *, max_rules: int = 50_000
+) -> list[tuple[str, tuple[tuple[str | Term, ...], ...]]]:
+    """The rules as plain context-free rules: ``(name, alternatives)`` with
+    ``start`` first, each alternative a tuple of symbols (``()`` is ε).
+
+    Every optional part, repetition and nested alternation gets a rule of
+    its own (``x0``, ``x1``, ..., shared by identical bodies), and a
+    nullable ``Rx`` becomes a rule ``its non-empty part | ε``: terminals
+    never match the empty string. ``CompileLimitExceeded`` past ``max_rules``
+    rules.
     """
-    return _LarkPrinter(max_rules).print(start, rules)
+    return _Flattener(max_rules).flatten(start, rules)
 
 
-class _LarkPrinter:
+class _Flattener:
     def __init__(self, max_rules: int) -> None:
         self.max_rules = max_rules
-        self.aux: dict[str, str] = {}  # body → name
-        self.lines: list[str] = []
+        self.aux: dict[tuple, str] = {}  # alternatives → name
+        self.defs: list[tuple[str, tuple[tuple[str | Term, ...], ...]]] = []
 
-    def print(self, start: str, rules: dict[str, Expr]) -> str:
+    def flatten(self, start: str, rules: dict[str, Expr]):
         order = [start] + [n for n in rules if n != start]
-        for name in order:
-            self.lines.append(f"{name}: {self.alternatives(rules[name])}")
-        return "\n".join(self.lines) + "\n"
+        heads = [(name, self.alternatives(rules[name])) for name in order]
+        return heads + self.defs
 
-    def alternatives(self, e: Expr) -> str:
+    def alternatives(self, e: Expr) -> tuple[tuple[str | Term, ...], ...]:
         options = e.options if isinstance(e, Or) else (e,)
-        texts = list(dict.fromkeys(self.sequence(o) for o in options))
-        return " | ".join(texts) if all(texts) else " | ".join(t for t in texts if t) + " |"
+        return tuple(dict.fromkeys(self.sequence(o) for o in options))
 
-    def sequence(self, e: Expr) -> str:
-        """``e`` as a space-separated symbol sequence ("" for ε)."""
+    def sequence(self, e: Expr) -> tuple[str | Term, ...]:
+        """``e`` as a symbol sequence (``()`` for ε)."""
         if isinstance(e, Cat):
-            return " ".join(filter(None, (self.sequence(p) for p in e.parts)))
+            return tuple(s for p in e.parts for s in self.sequence(p))
         if isinstance(e, Call):
-            return e.name
+            return (e.name,)
         if isinstance(e, Rx):
             if not e.nullable:
-                return _terminal(e.text)
+                return (Term(e.text),)
             rest = _nonempty_text(e.text)
-            return "" if rest is None else self.rule(f"{_terminal(rest)} |")
+            return () if rest is None else (self.rule(((Term(rest),), ())),)
         if isinstance(e, Or):
-            return self.rule(self.alternatives(e))
+            return (self.rule(self.alternatives(e)),)
         return self.repeat(e)
 
-    def repeat(self, e: Rep) -> str:
+    def repeat(self, e: Rep) -> tuple[str | Term, ...]:
         item = self.sequence(e.item)
         if not item:
-            return ""
-        head = " ".join([item] * e.min)
+            return ()
+        head = item * e.min
         if e.max is None:
-            star = self.rule(f"{item} __self__ |")
-            return f"{head} {star}".strip()
+            return (*head, self.rule(((*item, _SELF), ())))
         if e.max - e.min > self.max_rules:
             raise CompileLimitExceeded(
                 "grammar_rules", self.max_rules, e.max - e.min, "a bounded repetition is too long"
             )
-        tail = ""
+        tail: tuple[str | Term, ...] = ()
         for _ in range(e.max - e.min):  # up to k more: o_k = item o_{k-1} | ε
-            tail = self.rule(f"{item} {tail} |".replace("  ", " "))
-        return f"{head} {tail}".strip()
+            tail = (self.rule(((*item, *tail), ())),)
+        return (*head, *tail)
 
-    def rule(self, body: str) -> str:
-        if body in self.aux:
-            return self.aux[body]
+    def rule(self, alternatives: tuple[tuple[str | Term, ...], ...]) -> str:
+        name = self.aux.get(alternatives)
+        if name is not None:
+            return name
         if len(self.aux) >= self.max_rules:
             raise CompileLimitExceeded("grammar_rules", self.max_rules, None, "too many rules")
-        name = f"x{len(self.aux)}"
-        self.aux[body] = name
-        self.lines.append(f"{name}: {body.replace('__self__', name)}")
+        name = self.aux[alternatives] = f"x{len(self.aux)}"
+        body = tuple(tuple(name if s is _SELF else s for s in alt) for alt in alternatives)
+        self.defs.append((name, body))
         return name
+
+
+# ------------------------------------------------------------ Lark printer
+
+
+def to_lark(start: str, rules: dict[str, Expr], *, max_rules: int = 50_000) -> str:
+    """The rules as Lark EBNF (``start`` first): the :func:`flatten`ed rules,
+    so no ``[...]``, ``?`` or ``*`` is printed (lark expands those inline and
+    refuses a rule when two expansions coincide)."""
+    lines = []
+    for name, alternatives in flatten(start, rules, max_rules=max_rules):
+        texts = list(
+            dict.fromkeys(
+                " ".join(_terminal(s.text) if isinstance(s, Term) else s for s in alt)
+                for alt in alternatives
+            )
+        )
+        body = " | ".join(t for t in texts if t) + (" |" if not all(texts) else "")
+        lines.append(f"{name}: {body}")
+    return "\n".join(lines) + "\n"
+
+
+def to_grammar_ir(start: str, rules: dict[str, Expr], *, max_rules: int = 50_000) -> GrammarIR:
+    """The rules as the core's ``GrammarIR`` directly (the language of
+    ``to_lark``'s text, without printing it for lark to read back): the
+    :func:`flatten`ed rules, terminals named ``T0``, ``T1``, ... by text (one
+    terminal per distinct regex)."""
+    terminals: dict[str, Terminal] = {}
+    names: dict[str, str] = {}  # regex text → terminal name
+
+    def symbol(s: str | Term) -> str:
+        if not isinstance(s, Term):
+            return s
+        name = names.get(s.text)
+        if name is None:
+            name = names[s.text] = f"T{len(names)}"
+            terminals[name] = Terminal(name, s.text)
+        return name
+
+    out = [
+        Rule(name, tuple(symbol(s) for s in alt))
+        for name, alternatives in flatten(start, rules, max_rules=max_rules)
+        for alt in alternatives
+    ]
+    return GrammarIR(start, tuple(out), terminals)
 
 
 def _terminal(text: str) -> str:

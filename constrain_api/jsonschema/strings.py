@@ -130,6 +130,7 @@ _SPECIAL = CharSet(((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)))
 _HEX = "0123456789abcdef"
 
 
+@functools.lru_cache(maxsize=4096)
 def _encode_charset(cs: CharSet) -> Node:
     raw = cs.difference(_SPECIAL)
     options: list[Node] = [] if raw.is_empty() else [raw]
@@ -261,10 +262,19 @@ def string_not_in(excluded: Iterable[str], *, max_size: int = 20000) -> str:
     escaped character, then anything), which keeps the regex about half as
     long.
     """
-    root: dict = {}
-    for s in set(excluded):
+    excluded = frozenset(excluded)
+    for s in excluded:
         if not isinstance(s, str):
             raise TypeError(f"excluded strings must be str, got {type(s).__name__}")
+    return _string_not_in(excluded, max_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _string_not_in(excluded: frozenset[str], max_size: int) -> str:
+    """:func:`string_not_in` of a checked set (cached: an object's other
+    member names are met by each of the lowering's two passes)."""
+    root: dict = {}
+    for s in excluded:
         if _has_surrogate(s):
             continue  # no canonical spelling: excluded anyway
         node = root

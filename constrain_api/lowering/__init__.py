@@ -27,9 +27,9 @@ from ..automata import ByteDFA, Empty, Literal, Node, alt, parse_regex
 from ..automata.regex import has_lookaround, is_void
 from ..caching import core_cache
 from ..errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
-from ..grammar import lower_grammar
-from ..jsonschema import lower_json_schema
-from ..specs import Constraint
+from ..grammar import GrammarIR, lower_grammar
+from ..jsonschema import lower_json_schema_ir
+from ..specs import Constraint, Regex
 from .languages import (
     ContextFree,
     ReducedGrammar,
@@ -66,7 +66,8 @@ def lower(spec: Constraint) -> Language:
     kind = spec.kind
     if kind == "json_schema":
         try:
-            return lower(lower_json_schema(spec))
+            lowered = lower_json_schema_ir(spec)
+            return lower(lowered) if isinstance(lowered, Regex) else _context_free(lowered)
         except ConstraintError as e:  # a lowered form with no string: the schema's fault
             if _EMPTY not in e.message:
                 raise
@@ -86,24 +87,28 @@ def lower(spec: Constraint) -> Language:
         predicate = spec.predicate
         return Regular(None, lambda max_states: dfa_for_predicate(predicate, max_states=max_states))
     if kind == "grammar":
-        ir = lower_grammar(spec)
-        terminals = [
-            name
-            for name, terminal in ir.terminals.items()
-            if terminal.literal or not _no_string(parse_regex(terminal.pattern))
-        ]
-        try:  # (the reduced grammar's check, without building the terminals' automata)
-            productive_rules(((r.lhs, r.rhs) for r in ir.rules), terminals, ir.start)
-        except ConstraintError:
-            message = f"rule {ir.start!r} derives no string: {_EMPTY}"
-            raise ConstraintError("grammar", message) from None
-        return ContextFree(ir)
+        return _context_free(lower_grammar(spec))
     raise UnsupportedConstraint("lowering", f"{kind} constraints", "the core lowers no such kind")
 
 
 core_cache("lowered specs", lower)
 
 _EMPTY = "no text satisfies it (its language is empty)"
+
+
+def _context_free(ir: GrammarIR) -> ContextFree:
+    """The grammar ``ir``; ``ConstraintError`` when its start derives no string."""
+    terminals = [
+        name
+        for name, terminal in ir.terminals.items()
+        if terminal.literal or not _no_string(parse_regex(terminal.pattern))
+    ]
+    try:  # (the reduced grammar's check, without building the terminals' automata)
+        productive_rules(((r.lhs, r.rhs) for r in ir.rules), terminals, ir.start)
+    except ConstraintError:
+        message = f"rule {ir.start!r} derives no string: {_EMPTY}"
+        raise ConstraintError("grammar", message) from None
+    return ContextFree(ir)
 
 
 def _no_string(node: Node) -> bool:

@@ -3,7 +3,8 @@
 * :class:`Regular`: a regex AST (``parse_regex``'s node types) or, for
   ``where`` predicates, a byte DFA; either way its minimal byte DFA on
   request (:meth:`Regular.dfa`).
-* :class:`ContextFree`: the grammar IR lark's loader produced, and on request
+* :class:`ContextFree`: the grammar IR (lark's loader output for a ``Grammar``,
+  the JSON-schema lowering's own for a schema), and on request
   its :class:`ReducedGrammar` — the one reading of a grammar every grammar
   backend shares: terminals as byte DFAs (those with no string dropped),
   the rules that derive some string and are reachable from ``start``, the
@@ -88,7 +89,7 @@ class ReducedGrammar:
 
 @dataclass(frozen=True)
 class ContextFree:
-    """A grammar: its ``ir`` (lark's loader output, unreduced)."""
+    """A grammar: its ``ir`` (unreduced)."""
 
     ir: GrammarIR
 

@@ -1,6 +1,7 @@
 """End-to-end checks of the JSON Schema lowering: instance → its text (``instance_text``) →
-membership in the lowered language, decided by the naive backend's exact
-recognizers (``ByteDFA`` for regexes, its Earley recognizer for grammars)."""
+membership in the lowered language (``lower_json_schema_ir``: the form every
+backend compiles), decided by the naive backend's exact recognizers
+(``ByteDFA`` for regexes, its Earley recognizer for grammars)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,18 @@ from typing import Any
 
 from constrain_naive.earley import EarleyRecognizer
 
-from constrain_api import Grammar, JsonSchema, Regex
+from constrain_api import JsonSchema, Regex
 from constrain_api.automata import ByteDFA
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
-from constrain_api.grammar import lower_grammar
-from constrain_api.jsonschema import instance_text, lower_json_schema
+from constrain_api.grammar import GrammarIR
+from constrain_api.jsonschema import instance_text, lower_json_schema_ir
 
 
-def recognizer(constraint: Regex | Grammar):
+def recognizer(constraint: Regex | GrammarIR):
     """``bytes -> bool`` for the lowered language."""
     if isinstance(constraint, Regex):
         return ByteDFA.from_regex(constraint.pattern).matches
-    return EarleyRecognizer(lower_grammar(constraint)).accepts
+    return EarleyRecognizer(constraint).accepts
 
 
 @dataclass
@@ -41,7 +42,7 @@ def run_schema(schema: Any, tests: list[dict], **spec_options: Any) -> Outcome:
     t0 = time.perf_counter()
     try:
         spec = JsonSchema(schema, **spec_options)
-        lowered = lower_json_schema(spec)
+        lowered = lower_json_schema_ir(spec)
     except UnsupportedConstraint as e:
         return Outcome("unsupported", time.perf_counter() - t0, reason=str(e))
     except CompileLimitExceeded as e:

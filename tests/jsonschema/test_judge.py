@@ -1,7 +1,8 @@
 """The JSON-schema lowering judged by an independent validator (issue 28).
 
-Every backend, the oracle included, goes through ``lower_json_schema``, so
-the conformance suite cannot see a lowering bug. Here the ``jsonschema``
+Every backend, the oracle included, compiles what the lowering gives
+(``lower_json_schema_ir``, through ``constrain_api.lower``), so the
+conformance suite cannot see a lowering bug. Here the ``jsonschema``
 package's validator (the schema's draft, Draft 2020-12 when it names none)
 judges documents the lowering's own language produces:
 
@@ -34,7 +35,7 @@ from jsonschema_harness import recognizer
 from constrain_api import JsonSchema, Regex
 from constrain_api.automata import ByteDFA
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
-from constrain_api.jsonschema import instance_text, lower_json_schema
+from constrain_api.jsonschema import instance_text, lower_json_schema_ir
 from constrain_api.shared import shared_dir
 
 WALKS = 25
@@ -146,7 +147,7 @@ def _perturbations(value: Any, rng: random.Random) -> list[Any]:
 
 def _lowered(schema: Any) -> Any:
     try:
-        return lower_json_schema(JsonSchema(schema))
+        return lower_json_schema_ir(JsonSchema(schema))
     except (UnsupportedConstraint, CompileLimitExceeded, ConstraintError):
         return None
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import pytest
 from jsonschema_harness import recognizer
 
-from constrain_api import Grammar, JsonSchema, Regex, get, lower_json_schema
+from constrain_api import JsonSchema, Regex, get, lower_json_schema
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
+from constrain_api.grammar import GrammarIR
+from constrain_api.jsonschema import lower_json_schema_ir
 
 
 def language(schema, **options):
-    lowered = lower_json_schema(JsonSchema(schema, **options))
+    lowered = lower_json_schema_ir(JsonSchema(schema, **options))
     accepts = recognizer(lowered)
     return lowered, lambda text: accepts(text.encode())
 
@@ -56,7 +58,7 @@ def test_all_optional_members_any_subset_in_order():
 def test_additional_properties_default_true_is_a_grammar():
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     lowered, ok = language(schema)
-    assert isinstance(lowered, Grammar)
+    assert isinstance(lowered, GrammarIR)
     assert ok('{"a":1,"zz":[1,{"q":null}],"y":"s"}')
     assert ok('{"zz":{}}')
     assert not ok('{"a":1,"a":2}')  # a declared name is not an additional member
@@ -83,7 +85,7 @@ def test_recursive_ref_is_a_grammar():
         "$ref": "#/$defs/node",
     }
     lowered, ok = language(tree)
-    assert isinstance(lowered, Grammar)
+    assert isinstance(lowered, GrammarIR)
     assert ok('{"v":1,"kids":[{"v":2},{"v":3,"kids":[{"v":4,"kids":[]}]}]}')
     assert not ok('{"v":1,"kids":[{"v":"2"}]}')
     assert not ok('{"v":1,"kids":[{}]}')
@@ -222,7 +224,7 @@ def test_pattern_properties_regions_and_open_additional_members():
         "patternProperties": {"^x-": {"type": "string"}, "y$": {"type": "boolean"}},
     }
     lowered, ok = language(schema)
-    assert isinstance(lowered, Grammar)  # other names take any JSON value
+    assert isinstance(lowered, GrammarIR)  # other names take any JSON value
     assert ok('{"id":1,"x-a":"s","by":true,"other":[1]}')
     assert ok('{"x-y":"s"}') is False  # both patterns: string and boolean at once
     assert not ok('{"x-a":1}') and not ok('{"by":"s"}')
@@ -273,3 +275,70 @@ def test_enum_deduplication_keys_agree_with_json_equality():
     duplicated = {"enum": [1, 1.0, True, [1], [1.0], {"a": 1}, {"a": 1.0}, "x", "x"]}
     once = {"enum": [1, True, [1], {"a": 1}, "x"]}
     assert lower_json_schema(JsonSchema(duplicated)) == lower_json_schema(JsonSchema(once))
+
+
+def _canonical(ir: GrammarIR):
+    """The reduced rules with each terminal replaced by its minimal DFA
+    (canonically numbered): equal for grammars that differ only in names."""
+    import hashlib
+
+    from constrain_api.lowering import reduce_grammar
+
+    reduced = reduce_grammar(ir)
+    sig = {}
+    for name, dfa in reduced.dfas.items():
+        data = dfa.table.tobytes() + dfa.accepting.tobytes()
+        sig[name] = f"<{hashlib.sha256(data).hexdigest()} {reduced.terminals[name].shortest}>"
+    return sorted((lhs, tuple(sig.get(s, s) for s in rhs)) for lhs, rhs in reduced.rules)
+
+
+def _ir_cases():
+    import json
+
+    from constrain_api.shared import shared_dir
+
+    schemas = [
+        {"type": "object", "properties": {"a": {"type": "integer"}}},  # open: any JSON value
+        {"type": "array", "items": {"$ref": "#"}, "minItems": 0, "maxItems": 4},
+        {
+            "$defs": {"t": {"type": "object", "properties": {"k": {"$ref": "#/$defs/t"}}}},
+            "$ref": "#/$defs/t",
+        },
+        {
+            "type": "object",
+            "additionalProperties": {"type": ["string", "null"]},
+            "maxProperties": 3,
+        },
+    ]
+    base = shared_dir()
+    folder = None if base is None else base / "maskbench" / "data"
+    if folder is not None and folder.is_dir():
+        for f in sorted(folder.glob("*.json"))[::40]:
+            schemas.append(json.loads(f.read_text(encoding="utf-8"))["schema"])
+    return schemas
+
+
+def test_grammar_ir_is_the_lark_texts_language():
+    """``lower_json_schema_ir`` builds the ``GrammarIR`` directly; lark reading
+    ``lower_json_schema``'s text back must give the same reduced grammar
+    (terminal for terminal, by minimal automaton), so engines fed the text
+    and backends fed the IR compile one language."""
+    from constrain_api.grammar import lower_grammar
+
+    compared = 0
+    for schema in _ir_cases():
+        try:
+            spec = JsonSchema(schema)
+            text = lower_json_schema(spec)
+        except (UnsupportedConstraint, CompileLimitExceeded, ConstraintError):
+            continue
+        ir = lower_json_schema_ir(spec)
+        if isinstance(text, Regex):
+            assert ir == text
+            continue
+        try:
+            assert _canonical(ir) == _canonical(lower_grammar(text)), schema
+        except CompileLimitExceeded:
+            continue
+        compared += 1
+    assert compared >= 4
