@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .automata import DEFAULT_MAX_STATES, ByteDFA, quantifier_modes
+from .automata import DEFAULT_MAX_STATES, ByteDFA, Node, parse_regex, quantifier_modes
 from .errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from .specs import Grammar, compiled_lark_grammar
 
@@ -34,16 +34,23 @@ from .specs import Grammar, compiled_lark_grammar
 class Terminal:
     """A terminal: its ``name``, its Python ``pattern`` (inline flags included),
     for string literals the ``literal`` text (``None`` for regexes), and
-    ``shortest``: only the shortest matches count (an all-lazy regex)."""
+    ``shortest``: only the shortest matches count (an all-lazy regex).
+    ``node``: the AST of ``pattern`` when its maker has it (the JSON-schema
+    lowering composes it from its pieces), so it is not parsed again."""
 
     name: str
     pattern: str
     literal: str | None = None
     shortest: bool = False
+    node: Node | None = field(default=None, compare=False, repr=False)
+
+    def ast(self) -> Node:
+        """The AST of ``pattern``: ``node``, or ``parse_regex``'s."""
+        return self.node if self.node is not None else parse_regex(self.pattern)
 
     def dfa(self, *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
         """The terminal's strings as a byte DFA."""
-        dfa = ByteDFA.from_regex(self.pattern, max_states=max_states)
+        dfa = ByteDFA.from_regex(self.pattern, max_states=max_states, node=self.node)
         return dfa.shortest() if self.shortest else dfa
 
 

@@ -265,16 +265,24 @@ class ByteDFA:
 
     @classmethod
     def from_regex(
-        cls, pattern: str, *, max_states: int = DEFAULT_MAX_STATES, whole_text: bool = False
+        cls,
+        pattern: str,
+        *,
+        max_states: int = DEFAULT_MAX_STATES,
+        whole_text: bool = False,
+        node: Node | None = None,
     ) -> ByteDFA:
         """The minimal DFA of ``re.fullmatch(pattern, text)`` over UTF-8 (see ``parse_regex``,
         which also explains ``whole_text``). Cached by the pattern's text and
         the arguments (the core cache ``"regex automata"``): the JSON string,
-        number and literal terminals every schema has are built once."""
+        number and literal terminals every schema has are built once.
+        ``node``: ``pattern``'s AST if the caller has it (not parsed then;
+        it must have the pattern's language)."""
         key = (pattern, max_states, whole_text)
         dfa = _REGEX_AUTOMATA.get(key)
         if dfa is None:
-            node = parse_regex(pattern, whole_text=whole_text)
+            if node is None:
+                node = parse_regex(pattern, whole_text=whole_text)
             dfa = _REGEX_AUTOMATA.put(key, cls.from_node(node, max_states=max_states))
         return dfa
 

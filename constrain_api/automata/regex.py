@@ -540,10 +540,16 @@ def _sre_parse(pattern: str) -> tuple[list[Any], int]:
     import re._constants as sre_constants
     import re._parser as sre_parser
 
+    named, maxrepeat = sre_constants._NamedIntConstant, sre_constants.MAXREPEAT
+    sequences = (tuple, list, sre_parser.SubPattern)
+
     def neutral(value: Any) -> Any:
-        if isinstance(value, sre_constants._NamedIntConstant):
-            return None if value is sre_constants.MAXREPEAT else str(value)
-        if isinstance(value, tuple | list | sre_parser.SubPattern):
+        kind = type(value)  # (exact types: a named constant is an int)
+        if kind is int or kind is str:
+            return value
+        if kind is named:
+            return None if value is maxrepeat else str(value)
+        if kind in sequences:
             return [neutral(v) for v in value]
         return value
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 
+from ..automata import Node
 from ..caching import core_cache
 from ..errors import ConstraintError
 from ..grammar import GrammarIR
@@ -67,14 +68,15 @@ def lower_json_schema(spec: JsonSchema) -> Regex | Grammar:
     return Grammar(to_lark("start", lowered), start="start")
 
 
-def lower_json_schema_ir(spec: JsonSchema) -> Regex | GrammarIR:
-    """The language of :func:`lower_json_schema`, with a grammar as the
-    core's ``GrammarIR`` built directly from the lowering (no Lark text
-    printed and parsed back: this is what ``constrain_api.lower`` uses).
-    Raises as :func:`lower_json_schema`."""
+def lower_json_schema_ir(spec: JsonSchema) -> Node | GrammarIR:
+    """The language of :func:`lower_json_schema` as the core's own forms,
+    built directly from the lowering: a regex AST (the ``Regex``'s
+    language) or a ``GrammarIR`` whose terminals carry their ASTs. No text
+    is printed and parsed back (neither Lark's nor the regexes'): this is
+    what ``constrain_api.lower`` uses. Raises as :func:`lower_json_schema`."""
     lowered = _lowered(spec)
     if isinstance(lowered, Rx):
-        return Regex(lowered.text)
+        return lowered.ast()
     return to_grammar_ir("start", lowered)
 
 

@@ -41,17 +41,48 @@ from ..grammar import GrammarIR, Rule, Terminal
 class Rx:
     """A regular piece: ``text`` (portable regex); ``nullable``: it matches ε;
     ``joinable``: known safe to concatenate as is (``None``: not yet known —
-    the constructors set it, so long texts are not rescanned at every join)."""
+    the constructors set it, so long texts are not rescanned at every join);
+    ``recipe``: how the constructors made it from other pieces (``("seq",
+    *parts)``, ``("alt", *options)`` or ``("rep", item, min, max)``), so
+    :meth:`ast` builds its AST from theirs instead of parsing ``text``;
+    ``node``: its AST, once known (a piece may be given it)."""
 
     text: str
     nullable: bool = False
     joinable: bool | None = field(default=None, compare=False)
+    recipe: tuple | None = field(default=None, compare=False, repr=False)
+    node: Node | None = field(default=None, compare=False, repr=False)
 
     def joined(self) -> str:
         """``text`` made safe to concatenate."""
         if self.joinable is None:
             object.__setattr__(self, "joinable", concatenable(self.text) == self.text)
         return self.text if self.joinable else f"(?:{self.text})"
+
+    def ast(self) -> Node:
+        """The regex AST of ``text`` (same language): composed from the parts'
+        ASTs, so only pieces made from text are parsed (``parse_regex``
+        caches those by text: the JSON string, number and literal pieces
+        every schema has are parsed once)."""
+        node = self.node
+        if node is None:
+            node = _compose(self)
+            object.__setattr__(self, "node", node)
+            object.__setattr__(self, "recipe", None)  # (the parts are no longer needed)
+        return node
+
+
+def _compose(rx: Rx) -> Node:
+    recipe = rx.recipe
+    if recipe is None:
+        return parse_regex(rx.text)
+    op = recipe[0]
+    if op == "seq":
+        return seq(*(part.ast() for part in recipe[1:]))
+    if op == "alt":
+        return alt(*(option.ast() for option in recipe[1:]))
+    _, item, lo, hi = recipe
+    return repeat(item.ast(), lo, hi)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +109,7 @@ class Call:
 
 Expr = Rx | Cat | Or | Rep | Call
 
-EMPTY = Rx("", True)
+EMPTY = Rx("", True, node=Empty())
 #: Matches nothing: an empty class (portable: Python ``re`` and the automata).
 NOTHING = Rx("[^\\x00-\\U0010ffff]")
 
@@ -99,12 +130,24 @@ def cat(*parts: Expr) -> Expr:
                 return NOTHING
             if out and isinstance(item, Rx) and isinstance(out[-1], Rx):
                 prev = out[-1]
-                out[-1] = Rx(prev.joined() + item.joined(), prev.nullable and item.nullable, True)
+                head = prev.recipe[1:] if _is_seq(prev) else (prev,)
+                out[-1] = Rx(
+                    prev.joined() + item.joined(),
+                    prev.nullable and item.nullable,
+                    True,
+                    ("seq", *head, item),
+                )
             else:
                 out.append(item)
     if not out:
         return EMPTY
     return out[0] if len(out) == 1 else Cat(tuple(out))
+
+
+def _is_seq(rx: Rx) -> bool:
+    """Whether ``rx`` is a concatenation whose AST is still to be made
+    (its parts then join the next one's, so a long run is one ``seq``)."""
+    return rx.node is None and rx.recipe is not None and rx.recipe[0] == "seq"
 
 
 def either(*options: Expr) -> Expr:
@@ -126,10 +169,10 @@ def either(*options: Expr) -> Expr:
             return EMPTY
         body = "|".join(o.text for o in nonempty)
         if len(nonempty) != len(seen):
-            return Rx(f"(?:{body})?", True, True)
+            return Rx(f"(?:{body})?", True, True, ("alt", *nonempty, EMPTY))
         if len(nonempty) > 1:
-            return Rx(f"(?:{body})", nullable, True)
-        return Rx(nonempty[0].text, nullable, nonempty[0].joinable)
+            return Rx(f"(?:{body})", nullable, True, ("alt", *nonempty))
+        return Rx(nonempty[0].text, nullable, nonempty[0].joinable, ("alt", nonempty[0]))
     return Or(tuple(seen))
 
 
@@ -147,7 +190,7 @@ def rep(item: Expr, lo: int, hi: int | None) -> Expr:
         q = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((lo, hi))
         if q is None:
             q = f"{{{lo},}}" if hi is None else f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
-        return Rx(group(item.text) + q, lo == 0 or item.nullable, True)
+        return Rx(group(item.text) + q, lo == 0 or item.nullable, True, ("rep", item, lo, hi))
     return Rep(item, lo, hi)
 
 
@@ -180,9 +223,11 @@ def size(e: Expr) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Term:
-    """A terminal of the flat rules: ``text`` (portable regex, never matching ε)."""
+    """A terminal of the flat rules: ``text`` (portable regex, never matching
+    ε); ``rx``: the piece it came from, for its AST (``None``: parse ``text``)."""
 
     text: str
+    rx: Rx | None = field(default=None, compare=False)
 
 
 _SELF = object()  # stands for the rule being defined, in a repetition's body
@@ -226,7 +271,7 @@ class _Flattener:
             return (e.name,)
         if isinstance(e, Rx):
             if not e.nullable:
-                return (Term(e.text),)
+                return (Term(e.text, e),)
             rest = _nonempty_text(e.text)
             return () if rest is None else (self.rule(((Term(rest),), ())),)
         if isinstance(e, Or):
@@ -295,7 +340,8 @@ def to_grammar_ir(start: str, rules: dict[str, Expr], *, max_rules: int = 50_000
         name = names.get(s.text)
         if name is None:
             name = names[s.text] = f"T{len(names)}"
-            terminals[name] = Terminal(name, s.text)
+            node = s.rx.ast() if s.rx is not None else None
+            terminals[name] = Terminal(name, s.text, node=node)
         return name
 
     out = [

@@ -127,6 +127,8 @@ _MAX_COUNT = 1_000_000_000
 _SHORT = {0x22: '"', 0x5C: "\\", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
 #: The characters written escaped: ``"``, ``\\`` and the controls.
 _SPECIAL = CharSet(((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)))
+#: The characters outside ASCII (several UTF-8 bytes each).
+_NON_ASCII = CharSet(((0x80, MAX_CODE_POINT),))
 _HEX = "0123456789abcdef"
 
 
@@ -260,7 +262,9 @@ def string_not_in(excluded: Iterable[str], *, max_size: int = 20000) -> str:
     or ends at a trie node that is no excluded string. Escaped characters
     leaving the trie are gathered in one branch (any trie path, then any
     escaped character, then anything), which keeps the regex about half as
-    long.
+    long; so are non-ASCII ones, so that their multi-byte UTF-8 automaton is
+    one piece, not a copy per trie node (the subset construction of the
+    property names of a Kubernetes object went from 1,160 states to 150).
     """
     excluded = frozenset(excluded)
     for s in excluded:
@@ -284,12 +288,12 @@ def _string_not_in(excluded: frozenset[str], max_size: int) -> str:
     if not root:
         return string_regex(max_size=max_size)
     try:
-        diverge, paths, ends = _not_in(root)
+        diverge, paths, wide_paths, ends = _not_in(root)
     except RecursionError:
         raise CompileLimitExceeded(
             "regex_size", max_size, None, "the excluded strings are too long"
         ) from None
-    leave = alt(diverge, seq(paths, _SPECIAL))
+    leave = alt(diverge, seq(paths, _SPECIAL), seq(wide_paths, _NON_ASCII))
     node = alt(seq(leave, _SIGMA_STAR), ends)
     try:
         return _quoted(node, max_size, "the strings other than the excluded ones")
@@ -299,33 +303,44 @@ def _string_not_in(excluded: frozenset[str], max_size: int) -> str:
         ) from None
 
 
-def _not_in(trie: dict) -> tuple[Node, Node, Node]:
-    """``(diverge, paths, ends)`` of a trie node, as suffixes after its path:
+def _not_in(trie: dict) -> tuple[Node, Node, Node, Node]:
+    """``(diverge, paths, wide_paths, ends)`` of a trie node, as suffixes after its path:
 
-    * ``diverge``: one step off the trie (a character that is no child here,
-      raw characters only where no child is an escaped one) after a trie path;
+    * ``diverge``: one step off the trie (a character that is no child here;
+      escaped ones only where a child is escaped, non-ASCII ones only where
+      a child is non-ASCII) after a trie path;
     * ``paths``: the trie paths from here to the nodes with no escaped child;
+    * ``wide_paths``: the trie paths from here to the nodes with no non-ASCII child;
     * ``ends``: the trie paths from here to nodes that are no excluded string.
     """
     kids = sorted(c for c in trie if c is not None)
     taken = CharSet.of(kids) if kids else _VOID
-    escaped_kids = taken.intersection(_SPECIAL)
-    if escaped_kids.is_empty():
-        here = _ANY.difference(_SPECIAL).difference(taken)
-        here_path: Node = Empty()
-    else:
-        here = _ANY.difference(taken)
-        here_path = _VOID
+    here = _ANY.difference(taken)
+    here_path: Node = _VOID
+    wide_path: Node = _VOID
+    if taken.intersection(_SPECIAL).is_empty():
+        here = here.difference(_SPECIAL)
+        here_path = Empty()
+    if taken.intersection(_NON_ASCII).is_empty():
+        here = here.difference(_NON_ASCII)
+        wide_path = Empty()
     diverges: list[Node] = [here]
     paths: list[Node] = [here_path]
+    wide_paths: list[Node] = [wide_path]
     ends: list[Node] = [_VOID if None in trie else Empty()]
     for c in kids:
-        d, p, e = _not_in(trie[c])
+        d, p, w, e = _not_in(trie[c])
         lit = Literal(c)
         diverges.append(seq(lit, d))
         paths.append(seq(lit, p))
+        wide_paths.append(seq(lit, w))
         ends.append(seq(lit, e))
-    return _alt_nonvoid(diverges), _alt_nonvoid(paths), _alt_nonvoid(ends)
+    return (
+        _alt_nonvoid(diverges),
+        _alt_nonvoid(paths),
+        _alt_nonvoid(wide_paths),
+        _alt_nonvoid(ends),
+    )
 
 
 def _alt_nonvoid(options: Iterable[Node]) -> Node:

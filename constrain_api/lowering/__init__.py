@@ -29,7 +29,7 @@ from ..caching import core_cache
 from ..errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from ..grammar import GrammarIR, lower_grammar
 from ..jsonschema import lower_json_schema_ir
-from ..specs import Constraint, Regex
+from ..specs import Constraint
 from .languages import (
     ContextFree,
     ReducedGrammar,
@@ -67,7 +67,11 @@ def lower(spec: Constraint) -> Language:
     if kind == "json_schema":
         try:
             lowered = lower_json_schema_ir(spec)
-            return lower(lowered) if isinstance(lowered, Regex) else _context_free(lowered)
+            if isinstance(lowered, GrammarIR):
+                return _context_free(lowered)
+            if _no_string(lowered):
+                raise ConstraintError("regex", _EMPTY)
+            return Regular.from_node(lowered)
         except ConstraintError as e:  # a lowered form with no string: the schema's fault
             if _EMPTY not in e.message:
                 raise
@@ -101,7 +105,7 @@ def _context_free(ir: GrammarIR) -> ContextFree:
     terminals = [
         name
         for name, terminal in ir.terminals.items()
-        if terminal.literal or not _no_string(parse_regex(terminal.pattern))
+        if terminal.literal or not _no_string(terminal.ast())
     ]
     try:  # (the reduced grammar's check, without building the terminals' automata)
         productive_rules(((r.lhs, r.rhs) for r in ir.rules), terminals, ir.start)

@@ -11,17 +11,17 @@ from typing import Any
 
 from constrain_naive.earley import EarleyRecognizer
 
-from constrain_api import JsonSchema, Regex
-from constrain_api.automata import ByteDFA
+from constrain_api import JsonSchema
+from constrain_api.automata import ByteDFA, Node
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from constrain_api.grammar import GrammarIR
 from constrain_api.jsonschema import instance_text, lower_json_schema_ir
 
 
-def recognizer(constraint: Regex | GrammarIR):
-    """``bytes -> bool`` for the lowered language."""
-    if isinstance(constraint, Regex):
-        return ByteDFA.from_regex(constraint.pattern).matches
+def recognizer(constraint: Node | GrammarIR):
+    """``bytes -> bool`` for the lowered language (a regex AST or a grammar)."""
+    if not isinstance(constraint, GrammarIR):
+        return ByteDFA.from_node(constraint).matches
     return EarleyRecognizer(constraint).accepts
 
 
@@ -52,7 +52,7 @@ def run_schema(schema: Any, tests: list[dict], **spec_options: Any) -> Outcome:
             return _empty_language(schema, tests, time.perf_counter() - t0)
         return Outcome("error", time.perf_counter() - t0, reason=str(e))
     seconds = time.perf_counter() - t0
-    kind = "regex" if isinstance(lowered, Regex) else "grammar"
+    kind = "grammar" if isinstance(lowered, GrammarIR) else "regex"
     try:
         accepts = recognizer(lowered)
     except CompileLimitExceeded as e:

@@ -32,9 +32,10 @@ import jsonschema
 import pytest
 from jsonschema_harness import recognizer
 
-from constrain_api import JsonSchema, Regex
+from constrain_api import JsonSchema
 from constrain_api.automata import ByteDFA
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
+from constrain_api.grammar import GrammarIR
 from constrain_api.jsonschema import instance_text, lower_json_schema_ir
 from constrain_api.shared import shared_dir
 
@@ -177,9 +178,9 @@ def judge(schema: Any, instances: list[Any], seed: int) -> list[str]:
 
 def _judge(schema: Any, lowered: Any, instances: list[Any], seed: int) -> list[str]:
     validator, rng, wrong = _validator(schema), random.Random(seed), []
-    if isinstance(lowered, Regex):
+    if not isinstance(lowered, GrammarIR):  # a regex AST
         try:
-            dfa = ByteDFA.from_regex(lowered.pattern, max_states=20_000)
+            dfa = ByteDFA.from_node(lowered, max_states=20_000)
         except CompileLimitExceeded:
             dfa = None
         for _ in range(WALKS if dfa is not None else 0):

@@ -463,6 +463,9 @@ def test_string_not_in(excluded: list[str]) -> None:
     near += [s + c for s in excluded for c in 'a"\\\n😀'] + [s[:-1] for s in excluded]
     near += [s[1:] for s in excluded] + excluded
     assert_language(rx, lambda s: s not in excluded, corpus(near))
+    # exactly: every canonical string but the excluded ones' spellings
+    spelled = ByteDFA.from_strings(json.dumps(s, ensure_ascii=False).encode() for s in excluded)
+    assert dfa(rx).same_language(dfa(string_regex()).difference(spelled))
 
 
 def test_string_not_in_size() -> None:
