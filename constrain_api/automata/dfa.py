@@ -858,6 +858,9 @@ def _determinize(
         c = closures[q]
         if c is not None:
             return c
+        if not eps[q]:  # (most states: no ε-move)
+            c = closures[q] = frozenset((q,)) if important[q] else frozenset()
+            return c
         seen = {q}
         stack = [q]
         while stack:
@@ -882,7 +885,11 @@ def _determinize(
     def target(key: frozenset[int]) -> int:
         j = by_targets.get(key)
         if j is None:
-            closed = frozenset().union(*[closure(t) for t in key])
+            if len(key) == 1:
+                (t,) = key
+                closed = closures[t] or closure(t)
+            else:
+                closed = frozenset().union(*[closures[t] or closure(t) for t in key])
             j = ids.get(closed)
             if j is None:
                 j = len(sets)
