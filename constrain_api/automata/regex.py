@@ -109,7 +109,7 @@ import bisect
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -263,11 +263,27 @@ class Literal:
             raise ValueError("Literal text contains a surrogate (no UTF-8 encoding)")
 
 
+def _cached_hash(node: Any) -> int:
+    """A composite node's hash, computed once: nodes are immutable, and
+    constructors dedupe options by hashing whole subtrees (recomputed each
+    time, that was quadratic in a big schema's regex)."""
+    h = node._hash
+    if h is None:
+        h = hash((type(node), *(getattr(node, f) for f in node.__match_args__)))
+        object.__setattr__(node, "_hash", h)
+    return h
+
+
 @dataclass(frozen=True, slots=True)
 class Seq:
     """The concatenation of ``parts`` (a tuple of nodes)."""
 
     parts: tuple[Node, ...]
+
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "parts", tuple(self.parts))
@@ -278,6 +294,11 @@ class Alt:
     """Any one of ``options`` (a non-empty tuple of nodes)."""
 
     options: tuple[Node, ...]
+
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", tuple(self.options))
@@ -292,6 +313,11 @@ class Repeat:
     node: Node
     min: int
     max: int | None
+
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self)
 
     def __post_init__(self) -> None:
         if self.min < 0 or (self.max is not None and self.max < self.min):
@@ -310,6 +336,11 @@ class Intersect:
     left: Node
     right: Node
 
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Difference:
@@ -317,6 +348,11 @@ class Difference:
 
     left: Node
     right: Node
+
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self)
 
 
 #: A node of the regex AST.

@@ -18,7 +18,6 @@ text), ``to_grammar_ir`` hands them to the core's ``GrammarIR`` directly (for
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from ..automata import (
     Alt,
@@ -33,6 +32,7 @@ from ..automata import (
     seq,
 )
 from ..automata.printer import concatenable, group
+from ..caching import ContentCache, core_cache
 from ..errors import CompileLimitExceeded
 from ..grammar import GrammarIR, Rule, Terminal
 
@@ -272,8 +272,8 @@ class _Flattener:
         if isinstance(e, Rx):
             if not e.nullable:
                 return (Term(e.text, e),)
-            rest = _nonempty_text(e.text)
-            return () if rest is None else (self.rule(((Term(rest),), ())),)
+            rest = _nonempty_piece(e)
+            return () if rest is None else (self.rule(((Term(rest.text, rest),), ())),)
         if isinstance(e, Or):
             return (self.rule(self.alternatives(e)),)
         return self.repeat(e)
@@ -368,12 +368,20 @@ def _terminal(text: str) -> str:
     return "/" + "".join(out) + "/"
 
 
-@lru_cache(maxsize=4096)
-def _nonempty_text(text: str) -> str | None:
-    from ..automata import to_regex  # the printer; only grammars with nullable pieces need it
+def _nonempty_piece(rx: Rx) -> Rx | None:
+    """``rx`` without the empty string (``None`` if nothing is left), its
+    text printed from its AST (cached by ``rx``'s text)."""
+    known = _NONEMPTY.get(rx.text)
+    if known is None:
+        from ..automata import to_regex  # the printer; only grammars with nullable pieces need it
 
-    node = _nonempty(parse_regex(text))
-    return None if node is None else to_regex(node)
+        node = _nonempty(rx.ast())
+        known = _NONEMPTY.put(rx.text, (None if node is None else Rx(to_regex(node), node=node),))
+    return known[0]
+
+
+#: ``_nonempty_piece`` results (in a 1-tuple) by the piece's text; bounded.
+_NONEMPTY: ContentCache[tuple[Rx | None]] = core_cache("non-empty pieces", ContentCache(4096))
 
 
 def _nonempty(node: Node) -> Node | None:

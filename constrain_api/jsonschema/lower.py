@@ -96,6 +96,11 @@ def _types_of(s: dict) -> set[str]:
     return names
 
 
+#: A referenced schema whose regular piece is shorter than this is inlined in
+#: grammar mode (no rule of its own).
+_INLINE_CHARS = 2000
+
+
 class Lowerer:
     """Lower one schema document (see the module docstring for the modes)."""
 
@@ -236,7 +241,7 @@ class Lowerer:
         if not self.grammar:
             self.rules_inlined[name] = body
             return body
-        if pointer not in self._recursive and isinstance(body, Rx) and size(body) < 2000:
+        if pointer not in self._recursive and isinstance(body, Rx) and size(body) < _INLINE_CHARS:
             self.rules_inlined[name] = body
             return body
         self.rules[name] = body

@@ -314,16 +314,16 @@ def _not_in(trie: dict) -> tuple[Node, Node, Node, Node]:
     * ``ends``: the trie paths from here to nodes that are no excluded string.
     """
     kids = sorted(c for c in trie if c is not None)
-    taken = CharSet.of(kids) if kids else _VOID
-    here = _ANY.difference(taken)
+    gone = [(ord(c), ord(c)) for c in kids]  # the characters that do not leave here
     here_path: Node = _VOID
     wide_path: Node = _VOID
-    if taken.intersection(_SPECIAL).is_empty():
-        here = here.difference(_SPECIAL)
+    if not any(ord(c) < 0x20 or c in '"\\' for c in kids):  # no escaped child
+        gone += _SPECIAL.ranges
         here_path = Empty()
-    if taken.intersection(_NON_ASCII).is_empty():
-        here = here.difference(_NON_ASCII)
+    if not any(ord(c) >= 0x80 for c in kids):  # no non-ASCII child
+        gone += _NON_ASCII.ranges
         wide_path = Empty()
+    here = CharSet(tuple(gone)).complement()
     diverges: list[Node] = [here]
     paths: list[Node] = [here_path]
     wide_paths: list[Node] = [wide_path]
