@@ -10,6 +10,15 @@ See ``docs/architecture.md`` for the layers and the protocol contracts.
 
 from .automata import ByteDFA, parse_regex, utf8_sequences
 from .base import BaseCompiled, MatcherChecker, StateChecker, rejection_reason
+from .budget import (
+    DEFAULT_MAX_MEMORY_MB,
+    DEFAULT_MAX_SECONDS,
+    CompileBudget,
+    checkpoint,
+    compile_budget,
+    current_budget,
+    is_budget_error,
+)
 from .caching import CacheInfo, ContentCache, clear_caches, core_caches
 from .compiler import BaseBackend, BaseCompiler, Options
 from .errors import (
@@ -70,6 +79,8 @@ from .workloads import Workload
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_MAX_MEMORY_MB",
+    "DEFAULT_MAX_SECONDS",
     "FEATURE_PROPOSE",
     "Backend",
     "BackendInfo",
@@ -82,6 +93,7 @@ __all__ = [
     "Capabilities",
     "Checker",
     "Choice",
+    "CompileBudget",
     "CompileLimitExceeded",
     "CompileStats",
     "Compiled",
@@ -120,11 +132,15 @@ __all__ = [
     "bitmask_from_bool",
     "bitmask_to_bool",
     "bitmask_words",
+    "checkpoint",
     "clear_caches",
+    "compile_budget",
     "core_caches",
+    "current_budget",
     "dfa_for_predicate",
     "get",
     "hookimpl",
+    "is_budget_error",
     "lalr_table",
     "llama3_special_tokens",
     "lower",

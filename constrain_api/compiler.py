@@ -8,6 +8,8 @@ per-tokenizer backend). It holds what a backend derives from the vocabulary
 every backend shares, once:
 
 * reads and checks the compile options (``TypeError`` naming an unknown one),
+  the budget options ``max_seconds`` and ``max_memory_mb`` included,
+* bounds the compilation by them (``constrain_api.budget``),
 * refuses a kind the backend's ``capabilities`` do not list,
 * lowers the spec (``constrain_api.lowering.lower``) and dispatches:
   a regular language to :meth:`BaseCompiler.compile_regular`, a grammar to
@@ -29,6 +31,14 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from .budget import (
+    BUDGET_OPTIONS,
+    DEFAULT_MAX_MEMORY_MB,
+    DEFAULT_MAX_SECONDS,
+    check_bound,
+    checkpoint,
+    compile_budget,
+)
 from .caching import CacheInfo, ContentCache, default_size
 from .errors import UnsupportedConstraint
 from .lowering import ContextFree, Regular, lower
@@ -88,13 +98,15 @@ class BaseCompiler:
         resolved = self.options(options)
         start = time.perf_counter()
         try:
-            compiled = self.compile_native(spec, resolved)
-            if compiled is None:
-                language = lower(spec)
-                if isinstance(language, Regular):
-                    compiled = self.compile_regular(language, spec, resolved)
-                else:
-                    compiled = self.compile_grammar(language, spec, resolved)
+            with compile_budget(resolved.max_seconds, resolved.max_memory_mb):
+                compiled = self.compile_native(spec, resolved)
+                if compiled is None:
+                    language = lower(spec)
+                    checkpoint()  # (the lowering may have spent the budget)
+                    if isinstance(language, Regular):
+                        compiled = self.compile_regular(language, spec, resolved)
+                    else:
+                        compiled = self.compile_grammar(language, spec, resolved)
         except UnsupportedConstraint as e:
             if e.backend == self.name:
                 raise
@@ -103,13 +115,17 @@ class BaseCompiler:
         return compiled
 
     def options(self, given: Mapping[str, Any]) -> Options:
-        """The backend's ``compile_options`` with ``given`` overriding them;
-        ``TypeError`` for a name the backend does not take."""
-        names = self.backend.compile_options
+        """The backend's ``compile_options`` and ``BUDGET_OPTIONS`` with
+        ``given`` overriding them; ``TypeError`` for a name the backend does
+        not take, ``TypeError``/``ValueError`` for a bad budget."""
+        names = (*BUDGET_OPTIONS, *self.backend.compile_options)
         unknown = sorted(set(given) - set(names))
         if unknown:
             raise TypeError(f"unknown compile options for {self.name}: {unknown}")
-        return Options(**{name: given.get(name, getattr(self.backend, name)) for name in names})
+        resolved = {name: given.get(name, getattr(self.backend, name)) for name in names}
+        for name in BUDGET_OPTIONS:
+            resolved[name] = check_bound(name, resolved[name])
+        return Options(**resolved)
 
     # -- caches --------------------------------------------------------------------
     def cache(self, name: str, maxsize: int, sizeof: Callable[[Any], int] = default_size):
@@ -140,7 +156,12 @@ class BaseBackend:
     Set ``name``, ``capabilities``, ``compiler_class`` (a ``BaseCompiler``
     subclass implementing ``compile_regular`` and/or ``compile_grammar``) and
     ``compile_options`` (the attributes of the backend, set by its
-    constructor, that ``compile(..., name=value)`` may override).
+    constructor, that ``compile(..., name=value)`` may override). Every such
+    backend also takes ``max_seconds`` and ``max_memory_mb`` (defaults
+    ``DEFAULT_MAX_SECONDS``, ``DEFAULT_MAX_MEMORY_MB``; ``None`` lifts a
+    bound), from ``compile`` or, as its defaults, from
+    ``ca.get(name, max_seconds=...)`` (through :meth:`set_budget`: a
+    constructor need not know them).
     :meth:`compiler` keeps one compiler per vocabulary (the last
     ``max_vocabularies`` used); :meth:`compile` is the one-line convenience.
     """
@@ -150,6 +171,19 @@ class BaseBackend:
     compiler_class: type[BaseCompiler] = BaseCompiler
     compile_options: tuple[str, ...] = ()
     max_vocabularies: int = 8
+    max_seconds: float | None = DEFAULT_MAX_SECONDS
+    max_memory_mb: float | None = DEFAULT_MAX_MEMORY_MB
+
+    def set_budget(self, **bounds: float | None) -> None:
+        """Set this backend's default ``max_seconds`` and/or ``max_memory_mb``
+        (``constrain_api.budget``; ``ca.get(name, max_seconds=...)`` calls
+        this); ``TypeError``/``ValueError`` for another name, or for anything
+        but ``None`` or a positive number."""
+        unknown = sorted(set(bounds) - set(BUDGET_OPTIONS))
+        if unknown:
+            raise TypeError(f"unknown budget options for {self.name}: {unknown}")
+        for name, value in bounds.items():
+            setattr(self, name, check_bound(name, value))
 
     def compiler(self, vocab: Vocabulary) -> BaseCompiler:
         """The compiler for ``vocab`` (built on first use, then kept);

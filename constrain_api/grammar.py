@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .automata import DEFAULT_MAX_STATES, ByteDFA, Node, parse_regex, quantifier_modes
+from .budget import checkpoint
 from .errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from .specs import Grammar, compiled_lark_grammar
 
@@ -99,6 +100,7 @@ class GrammarIR:
         ``ConstraintError``/``CompileLimitExceeded`` naming the terminal."""
         dfas: dict[str, ByteDFA] = {}
         for name, terminal in self.terminals.items():
+            checkpoint()
             try:
                 dfas[name] = terminal.dfa(max_states=max_states)
             except ConstraintError as e:

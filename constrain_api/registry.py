@@ -20,6 +20,7 @@ from typing import Any
 import pluggy
 
 from . import hookspecs
+from .budget import BUDGET_OPTIONS
 from .errors import BackendNotFound
 from .hookspecs import PROJECT, hookimpl
 from .protocols import Backend, Capabilities
@@ -185,7 +186,8 @@ class Registry:
         return sorted(self._backend_table())
 
     def get(self, name: str, **options: Any) -> Backend:
-        """A new instance of backend ``name`` configured with ``options``.
+        """A new instance of backend ``name`` configured with ``options``
+        (``max_seconds`` and ``max_memory_mb`` go to its ``set_budget``).
 
         Raises ``BackendNotFound`` (listing what is installed and what failed
         to load) for an unknown name."""
@@ -193,7 +195,13 @@ class Registry:
         if name not in table:
             raise BackendNotFound(name, sorted(table), [str(e) for e in self.errors()])
         cls, _ = table[name]
-        return cls(**options)
+        bounds = {k: options.pop(k) for k in BUDGET_OPTIONS if k in options}
+        backend = cls(**options)
+        if bounds:
+            if not hasattr(backend, "set_budget"):
+                raise TypeError(f"backend {name!r} takes no {sorted(bounds)} (not a BaseBackend)")
+            backend.set_budget(**bounds)
+        return backend
 
     def available(self) -> list[BackendInfo]:
         """Every backend that loaded, with its default capabilities, sorted by name."""

@@ -76,3 +76,54 @@ def test_an_empty_language_is_a_constraint_error_on_every_backend(backend_name, 
     assert "satisfies" in info.value.message
     if spec.kind == "json_schema":
         assert info.value.where == "#"
+
+
+BUDGET_SPECS = (
+    ca.Grammar('start: "[" x "]"\nx: /[a-c]+/ | "[" x "]"'),
+    ca.Regex("(ab|c)*d"),
+    ca.Choice(["ab", "cd"]),
+)
+
+
+class _Clock:
+    """``time.perf_counter`` one second later at every reading."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+@pytest.mark.parametrize("limit", ["max_seconds", "max_memory_mb"])
+@pytest.mark.parametrize("backend_name", sorted(i.name for i in ca.available()))
+def test_every_backend_honours_the_compile_budget(backend_name, limit, vocab, monkeypatch):
+    """``max_seconds`` and ``max_memory_mb`` (constructor and per compile)
+    stop every backend's compilation with ``CompileLimitExceeded`` naming
+    the bound (time and memory readings faked: each one past the last), and
+    the backend compiles the same constraint exactly afterwards."""
+    from constrain_api import budget
+
+    backend = ca.get(backend_name)
+    spec = next(s for s in BUDGET_SPECS if backend.capabilities.supports(s.kind))
+    ca.clear_caches()
+    with monkeypatch.context() as patch:
+        if limit == "max_seconds":
+            patch.setattr(budget, "time", _Clock())
+        else:
+            rss = iter(range(1 << 30, 1 << 62, 1 << 30))  # 1 GiB more at each reading
+            patch.setattr(budget, "resident_bytes", lambda: next(rss))
+            patch.setattr(budget, "MEMORY_CHECK_INTERVAL", 0.0)
+        with pytest.raises(ca.CompileLimitExceeded) as info:
+            backend.compile(spec, vocab, **{limit: 0.5})
+        assert info.value.limit == limit
+        bounded = ca.get(backend_name, **{limit: 0.5})
+        with pytest.raises(ca.CompileLimitExceeded):
+            bounded.compile(spec, vocab)
+    compiled = backend.compile(spec, vocab)
+    oracle = ca.get("naive").compile(spec, vocab)
+    doc = {"grammar": "[[ab]]", "regex": "abcd", "choice": "cd"}[spec.kind]
+    result = checks.compare_masks(compiled, oracle, paths.natural(vocab, doc))
+    exact = backend.capabilities.is_exact(spec.kind)
+    assert result.exact if exact else not result.extra, result.describe(vocab)

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..budget import checkpoint
 from ..caching import ContentCache, core_cache
 from ..errors import CompileLimitExceeded
 from .regex import (
@@ -533,6 +534,7 @@ def _hopcroft(small: np.ndarray, accepting: np.ndarray) -> list[int]:
     work = list(range(len(bstart)))
 
     while work:
+        checkpoint()
         a_block = work.pop()
         in_work[a_block] = False
         into: dict[int, int] = {}
@@ -648,6 +650,7 @@ def _product(a: ByteDFA, b: ByteDFA, op: str, *, max_states: int) -> ByteDFA:
     levels = [frontier]
     total = 1
     while frontier.size:
+        checkpoint()
         codes, ok = successors(frontier)
         cand = np.unique(codes[ok]).tolist()
         new = [c for c in cand if c not in seen]
@@ -902,6 +905,7 @@ def _determinize(
 
     i = 0
     while i < len(sets):
+        checkpoint()
         members = sets[i]
         if len(members) == 1:
             (q,) = members

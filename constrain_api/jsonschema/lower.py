@@ -30,6 +30,7 @@ import referencing
 import referencing.jsonschema
 
 from ..automata import ByteDFA, dfa_to_regex
+from ..budget import checkpoint, is_budget_error
 from ..errors import CompileLimitExceeded, UnsupportedConstraint
 from . import formats, numbers, strings
 from .ir import EMPTY, NOTHING, Call, Expr, Rx, cat, either, is_nothing, rep, separated, size
@@ -143,6 +144,7 @@ class Lowerer:
         key = json.dumps(schema, sort_keys=False)
         if key in self._memo:
             return self._memo[key]
+        checkpoint()
         if self._depth > 150:
             raise _unsupported(
                 "schema", where, "nested more than 150 deep (a reference cycle through siblings?)"
@@ -435,8 +437,9 @@ class Lowerer:
                     try:
                         if dfa(i).intersect(dfa(j), max_states=limit).is_empty():
                             continue
-                    except CompileLimitExceeded:
-                        pass
+                    except CompileLimitExceeded as e:
+                        if is_budget_error(e):
+                            raise
                 overlapping = True
         if not overlapping:
             return either(*(e for _, e in live))
@@ -455,8 +458,9 @@ class Lowerer:
                     if not only.is_empty():
                         parts.append(Rx(dfa_to_regex(only)))
                 return either(*parts)
-            except CompileLimitExceeded:
-                pass
+            except CompileLimitExceeded as e:
+                if is_budget_error(e):
+                    raise
         raise _unsupported(
             "oneOf",
             where,

@@ -25,6 +25,7 @@ import functools
 
 from ..automata import ByteDFA, Empty, Literal, Node, alt, parse_regex
 from ..automata.regex import has_lookaround, is_void
+from ..budget import is_budget_error
 from ..caching import core_cache
 from ..errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from ..grammar import GrammarIR, lower_grammar
@@ -123,5 +124,7 @@ def _no_string(node: Node) -> bool:
         return is_void(node)
     try:
         return ByteDFA.from_node(node).is_empty()
-    except CompileLimitExceeded:
+    except CompileLimitExceeded as e:
+        if is_budget_error(e):
+            raise
         return False

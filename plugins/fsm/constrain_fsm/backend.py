@@ -36,12 +36,14 @@ from constrain_api import (
     StateChecker,
     UnsupportedConstraint,
     Vocabulary,
+    checkpoint,
+    current_budget,
     lalr_table,
     pack_row,
 )
 from constrain_api.automata import dfa_to_regex, to_regex
 
-from .estimate import IndexSize, most_megabytes
+from .estimate import IndexSize, first_byte_counts, most_megabytes
 from .grammar import GrammarChecker, GrammarIndex, grammar_terminals
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
@@ -56,12 +58,22 @@ class FSMCompiler(BaseCompiler):
         self.outlines_vocabulary = _OutlinesVocabulary(vocab)
         self._indices = self.cache("indices", backend.cache_size, sizeof=_index_size)
         self._sizes: IndexSize | None = None
+        self._first_bytes: np.ndarray | None = None
 
     def _check_index_size(self, patterns: list[str], dfas: list[ByteDFA], bound: float) -> None:
         """``CompileLimitExceeded`` when the indices not yet built would pass
-        ``bound`` MiB (estimated first: outlines-core cannot be interrupted)."""
+        ``bound`` MiB (``max_index_mb``) or the compile's memory budget
+        (estimated first: outlines-core cannot be interrupted)."""
         todo = [d for p, d in zip(patterns, dfas, strict=True) if self._indices.get(p) is None]
-        if not todo or most_megabytes(todo, self.vocab) <= bound:
+        if not todo:
+            return
+        budget = current_budget()
+        limit = bound
+        if budget is not None and budget.max_memory_mb is not None:
+            limit = min(limit, budget.max_memory_mb - budget.grown_mb())
+        if self._first_bytes is None:
+            self._first_bytes = first_byte_counts(self.vocab)
+        if most_megabytes(todo, self._first_bytes) <= limit:
             return
         if self._sizes is None:
             self._sizes = IndexSize(self.vocab)
@@ -73,6 +85,8 @@ class FSMCompiler(BaseCompiler):
                 round(mb),
                 "outlines-core's index would pass the memory bound (estimated before building)",
             )
+        if budget is not None:
+            budget.check_estimate(mb, "outlines-core's index")
 
     def compile_regular(self, language, spec, options) -> FSMCompiled:
         """One outlines-core index of the language's portable pattern."""
@@ -123,6 +137,7 @@ class FSMCompiler(BaseCompiler):
                 raise UnsupportedConstraint(self.name, f"terminal {name}", e.reason) from e
             terminals.append(rows)
             index_seconds += seconds
+            checkpoint()
             _check_seconds(index_seconds, options.max_index_seconds)
         states = sum(t.num_states for t in terminals)
         if states > options.max_states:

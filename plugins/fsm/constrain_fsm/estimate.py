@@ -9,8 +9,9 @@ tokens each state of the core's DFA allows (every state when there are few,
 a fixed random sample of them otherwise) with one vectorized walk of the
 vocabulary's trie per depth, so a compilation past the memory bound is
 refused in a fraction of a second instead. The walk runs only when the
-trivial bound (every token in every state, ``most_megabytes``) passes the
-limit: most constraints never pay for it.
+trivial bound (every token whose first byte a state allows, in every
+state: ``most_megabytes``) passes the
+limit: most constraints never pay for it. Each walk is a budget checkpoint.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import itertools
 
 import numpy as np
 
-from constrain_api import ByteDFA, Vocabulary
+from constrain_api import ByteDFA, Vocabulary, checkpoint
 
 #: Measured bytes per index entry (state, token) in outlines-core.
 BYTES_PER_ENTRY = 18
@@ -64,9 +65,28 @@ class IndexSize:
 
     def megabytes(self, dfas: list[ByteDFA]) -> float:
         """Estimated memory of the indices of ``dfas``, in MiB."""
-        return sum(self.entries(d) for d in dfas) * BYTES_PER_ENTRY / 2**20
+        total = 0
+        for d in dfas:
+            checkpoint()
+            total += self.entries(d)
+        return total * BYTES_PER_ENTRY / 2**20
 
 
-def most_megabytes(dfas: list[ByteDFA], vocab: Vocabulary) -> float:
-    """A bound on the indices' memory with no walk: every token in every state."""
-    return sum(d.num_states for d in dfas) * vocab.size * BYTES_PER_ENTRY / 2**20
+def first_byte_counts(vocab: Vocabulary) -> np.ndarray:
+    """How many tokens start with each byte (256 counts)."""
+    trie = vocab.trie()
+    depth = np.asarray(trie.depth)
+    first = np.flatnonzero(depth == 1)
+    offsets = np.asarray(trie.token_offsets, dtype=np.int64)
+    ends = np.asarray(trie.subtree_end, dtype=np.int64)[first]
+    counts = np.zeros(256, dtype=np.int64)
+    counts[np.asarray(trie.edge_byte)[first]] = offsets[ends] - offsets[first]
+    return counts
+
+
+def most_megabytes(dfas: list[ByteDFA], first_bytes: np.ndarray) -> float:
+    """A bound on the indices' memory with no walk: in each state, every
+    token whose first byte the state allows (``first_bytes``:
+    :func:`first_byte_counts`)."""
+    entries = sum(int(((np.asarray(d.table) >= 0) @ first_bytes).sum()) for d in dfas)
+    return entries * BYTES_PER_ENTRY / 2**20

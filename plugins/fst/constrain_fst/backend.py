@@ -40,6 +40,7 @@ from constrain_api import (
     StateChecker,
     Vocabulary,
     bitmask_words,
+    checkpoint,
     pack_row,
 )
 from constrain_api.automata import CharSet
@@ -360,6 +361,8 @@ class _Clock:
         self.laps: dict[str, float] = {}
 
     def lap(self, phase: str) -> None:
+        """End ``phase``; ``CompileLimitExceeded`` past the compile's budget."""
+        checkpoint()
         now = time.perf_counter()
         key = f"{phase}_seconds"
         self.laps[key] = self.laps.get(key, 0.0) + now - self.last

@@ -22,7 +22,13 @@ from __future__ import annotations
 
 import pynini
 
-from constrain_api import ByteDFA, CompileLimitExceeded, ReducedGrammar, UnsupportedConstraint
+from constrain_api import (
+    ByteDFA,
+    CompileLimitExceeded,
+    ReducedGrammar,
+    UnsupportedConstraint,
+    checkpoint,
+)
 
 from .arcs import TokenAutomaton, fst_arcs
 from .automata import END, ONE, epsilon, label_acceptor, optimize
@@ -45,6 +51,7 @@ def dfa_acceptor(dfa: ByteDFA) -> pynini.Fst:
     fst.set_start(dfa.start)
     rows = dfa.rows
     for s in range(dfa.num_states):
+        checkpoint()
         if dfa.accepting[s]:
             fst.set_final(s)
         for b, nxt in enumerate(rows[s]):

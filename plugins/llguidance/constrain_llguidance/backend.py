@@ -16,7 +16,6 @@ matcher never enters its sticky error state.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Any
 
@@ -33,6 +32,8 @@ from constrain_api import (
     MatcherChecker,
     UnsupportedConstraint,
     allocate_bitmask,
+    checkpoint,
+    is_budget_error,
     lower,
 )
 
@@ -71,6 +72,7 @@ class LLGuidanceCompiler(BaseCompiler):
 
     def _compiled(self, spec, grammar: str) -> LLGuidanceCompiled:
         """Build the template matcher."""
+        checkpoint()  # (the engine bounds its own work by its limits)
         limits = self.backend.limits
         engine_limits = llguidance.LLParserLimits(**limits, verbose_errors=False)
         matcher = llguidance.LLMatcher(self.tokenizer, grammar, log_level=0, limits=engine_limits)
@@ -128,8 +130,13 @@ class LLGuidanceBackend(BaseBackend):
 def _lowered_or_none(spec) -> None:
     """Lower ``spec`` for its ``ConstraintError`` only (a refusal or a limit
     of the core's lowering is not the engine's error to report)."""
-    with contextlib.suppress(UnsupportedConstraint, CompileLimitExceeded):
+    try:
         lower(spec)
+    except UnsupportedConstraint:
+        pass
+    except CompileLimitExceeded as e:
+        if is_budget_error(e):  # the compilation is over, not refused
+            raise
 
 
 def _engine_error(message: str, limits: dict) -> Exception:

@@ -30,6 +30,7 @@ from constrain_api import (
     MatcherChecker,
     UnsupportedConstraint,
     Vocabulary,
+    checkpoint,
 )
 
 from .ebnf import NAME, grammar_ebnf, node_ebnf
@@ -67,6 +68,7 @@ class XGrammarCompiler(BaseCompiler):
         return self._compiled(spec, lambda: self.engine.compile_grammar(text))
 
     def _compiled(self, spec, compile_: Any) -> XGrammarCompiled:
+        checkpoint()  # (XGrammar's compiler cannot be interrupted)
         try:
             grammar = compile_()
         except RuntimeError as e:  # XGrammar's parser and converters report this way
