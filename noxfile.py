@@ -4,7 +4,8 @@ conformance suite on the real vocabularies too, writing docs/conformance.md),
 ``nox -s jsonschema`` (the JSON Schema lowering over the whole JSON Schema
 Test Suite and all of MaskBench, writing docs/jsonschema.md), ``nox -s bench``
 (the side-by-side throughput report, docs/bench/REPORT.md), ``nox -s micro``
-(a developer micro-benchmark file of benchmarks/), ``nox -s docs``
+(a developer micro-benchmark file of benchmarks/), ``nox -s fuzz`` (hostile
+inputs against every backend, docs/reliability.md), ``nox -s docs``
 (the documentation site with the API reference, strict: a broken link or
 cross-reference fails it)."""
 
@@ -81,6 +82,24 @@ def conformance(session: nox.Session) -> None:
         # (xgrammar's counted repetitions): bound the walk, not the documents
         "--conformance-max-steps=64",
         "-q",
+        *session.posargs,
+    )
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """The hostile-input corpus (constrain_conformance/hostile.py) against every
+    installed backend, each case in a process of its own with a timeout and a
+    memory cap; the table of outcomes goes to docs/reliability.md. Exits
+    non-zero on any crash, hang, memory blow-up, wrong mask or undocumented
+    error. Options after ``--`` (``python -m constrain_conformance.fuzz --help``)."""
+    _install_project(session, test_plugin=False)
+    session.run(
+        "python",
+        "-m",
+        "constrain_conformance.fuzz",
+        "--out",
+        "docs/reliability.md",
         *session.posargs,
     )
 

@@ -164,7 +164,7 @@ class StateChecker(ABC, Generic[S]):
 
     def fill_mask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed next tokens into ``bitmask[row]``."""
-        view = row_view(bitmask, row)
+        view = row_view(bitmask, row, self._special_bits.words)
         state = self._stack[-1]
         if state is _TERMINATED:
             view[:] = 0

@@ -117,7 +117,9 @@ class Checker(Protocol):
         """Write the allowed next tokens into row ``row`` of a preallocated
         packed int32 bitmask (numpy or CPU tensor), overwriting the whole
         row, without allocating vocabulary-sized objects. ``TypeError`` for
-        anything else, or a bitmask that is not int32 or not on the CPU."""
+        anything else, or a bitmask that is not int32 or not on the CPU;
+        ``IndexError`` for a row the bitmask does not have; ``ValueError``
+        for a row narrower than the vocabulary. Any strides work."""
 
     def accepts(self, token_id: int) -> bool:
         """Whether ``token_id`` is allowed next; no state change, no full mask."""

@@ -901,3 +901,30 @@ def test_product_limit() -> None:
     with pytest.raises(CompileLimitExceeded):
         a.intersect(b, max_states=10)
     assert a.intersect(b).same_language(ByteDFA.from_regex("b{0,60}"))
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["abc", "[a-z]+", "(ab|c){3,7}", "é{2}x*", "((a|b){2,5}c)+", '[^"\\\\]{0,40}', "a(?=b)b"],
+)
+def test_the_nfa_count_bounds_the_construction(pattern):
+    """``check_nfa_size`` counts on the AST at least the states the core's
+    construction builds, so an engine refused by it is refused no later
+    than the core would be (and nothing is built to count)."""
+    from constrain_api.automata import check_nfa_size, parse_regex
+    from constrain_api.automata.dfa import _NFA
+
+    node = parse_regex(pattern)
+    built = _NFA(10**7)
+    built.build(node, built.state(), built.state())
+    assert check_nfa_size(node) >= len(built.eps)
+
+
+def test_the_nfa_count_refuses_before_building():
+    from constrain_api.automata import check_nfa_size, nfa_limit, parse_regex
+
+    with pytest.raises(CompileLimitExceeded) as info:
+        check_nfa_size(parse_regex("(a[b-z]{1000}){1000}"), what="an engine")
+    assert info.value.limit == "nfa_states" and info.value.bound == nfa_limit(100_000)
+    assert info.value.value > 10**6 and "an engine" in str(info.value)
+    assert 10 < check_nfa_size(parse_regex("a{10}"), limit=30) <= 30

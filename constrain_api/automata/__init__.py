@@ -13,7 +13,7 @@ It knows regexes and automata only: which constraint becomes which automaton
 is ``constrain_api.lowering``'s business (it imports this, never the reverse).
 """
 
-from .dfa import DEFAULT_MAX_STATES, ByteDFA
+from .dfa import DEFAULT_MAX_STATES, ByteDFA, check_nfa_size, nfa_limit
 from .elimination import dfa_to_node, dfa_to_regex
 from .printer import to_regex
 from .regex import (
@@ -51,8 +51,10 @@ __all__ = [
     "Repeat",
     "Seq",
     "alt",
+    "check_nfa_size",
     "dfa_to_node",
     "dfa_to_regex",
+    "nfa_limit",
     "nullable",
     "parse_regex",
     "quantifier_modes",

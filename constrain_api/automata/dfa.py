@@ -290,7 +290,7 @@ class ByteDFA:
     @classmethod
     def from_node(cls, node: Node, *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
         """The minimal DFA of a regex AST node, over the UTF-8 encodings of its strings."""
-        nfa = _NFA(4 * max_states + 1000, max_states)
+        nfa = _NFA(nfa_limit(max_states), max_states)
         start, final = nfa.state(), nfa.state()
         try:
             nfa.build(node, start, final)
@@ -679,6 +679,58 @@ def _product(a: ByteDFA, b: ByteDFA, op: str, *, max_states: int) -> ByteDFA:
 
 
 # ------------------------------------------------------------------ NFA
+
+
+def nfa_limit(max_states: int) -> int:
+    """The NFA states the core's construction builds at most for ``max_states``."""
+    return 4 * max_states + 1000
+
+
+def check_nfa_size(node: Node, limit: int | None = None, what: str = "") -> int:
+    """The states the core's Thompson construction of ``node`` would create,
+    counted on the AST (nothing built; a ``Repeat`` counts its copies);
+    ``CompileLimitExceeded("nfa_states")`` past ``limit`` (default
+    ``nfa_limit(DEFAULT_MAX_STATES)``, the bound the construction itself
+    stops at). For engines that expand a regex in one call that cannot be
+    interrupted: they refuse what the core's automata refuse, before starting."""
+    memo: dict[Node, int] = {}
+
+    def size(n: Node) -> int:
+        found = memo.get(n)
+        if found is not None:
+            return found
+        if isinstance(n, Literal):
+            count = len(n.text.encode())
+        elif isinstance(n, CharSet):
+            count = _charset_template(n)[0]
+        elif isinstance(n, Seq):
+            count = sum(size(p) for p in n.parts) + len(n.parts)
+        elif isinstance(n, Alt):
+            count = sum(size(o) for o in n.options)
+        elif isinstance(n, Repeat):
+            copies = n.max if n.max is not None else n.min + 1
+            count = max(copies, 1) * (size(n.node) + 1)
+        elif isinstance(n, Intersect | Difference):
+            count = size(n.left) + size(n.right)
+        else:
+            count = 1
+        memo[n] = count
+        return count
+
+    try:
+        total = size(node) + 2  # and the start and final states
+    except RecursionError:
+        raise CompileLimitExceeded(
+            "nesting", 0, None, "the regex AST is nested too deeply"
+        ) from None
+    if limit is None:
+        limit = nfa_limit(DEFAULT_MAX_STATES)
+    if total > limit:
+        where = f" ({what})" if what else ""
+        raise CompileLimitExceeded(
+            "nfa_states", limit, total, f"the regex expands to too many NFA states{where}"
+        )
+    return total
 
 
 @functools.lru_cache(maxsize=512)

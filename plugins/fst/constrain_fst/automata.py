@@ -12,7 +12,9 @@ import functools
 
 import pynini
 
+from constrain_api import ByteDFA, CompileLimitExceeded, checkpoint
 from constrain_api.automata import (
+    DEFAULT_MAX_STATES,
     Alt,
     CharSet,
     Difference,
@@ -87,34 +89,60 @@ def _charset_acceptor(cs: CharSet) -> pynini.Fst:
     return optimize(pynini.union(*(_ranges_acceptor(seq) for seq in seqs)))
 
 
-def optimize(fsa: pynini.Fst) -> pynini.Fst:
+#: OpenFst determinizes in one call that cannot be interrupted, and its work
+#: grows with (input states) x (output states): past this many pairs it is
+#: stopped (its state threshold) and the core's determinization, which checks
+#: the compile budget per state, builds the automaton instead.
+DETERMINIZE_WORK = 20_000_000
+
+
+class TooLargeForOpenFst(Exception):
+    """OpenFst's determinization was stopped at its work bound (``optimize``)."""
+
+
+def optimize(fsa: pynini.Fst, max_states: int | None = None) -> pynini.Fst:
     """An equivalent epsilon-free minimal DFA (in place where it can be).
 
     What pynini's ``optimize`` does for an unweighted acceptor, without the
     determinization where OpenFst's property check already finds the
     epsilon-free machine deterministic — as a repetition of a character
-    class or a literal is — which halved the quoted text's acceptor time."""
+    class or a literal is — which halved the quoted text's acceptor time.
+    With ``max_states``, OpenFst's state threshold stops determinization
+    past ``max_states`` states (``CompileLimitExceeded``) or past
+    ``DETERMINIZE_WORK`` (``TooLargeForOpenFst``), instead of building
+    millions of states (or a few, of huge subsets) first."""
     fsa.rmepsilon()
     if not fsa.properties(pynini.I_DETERMINISTIC, True) & pynini.I_DETERMINISTIC:
-        fsa = pynini.determinize(fsa)
+        if max_states is None:
+            fsa = pynini.determinize(fsa)
+        else:
+            threshold = min(max_states, DETERMINIZE_WORK // max(fsa.num_states(), 1))
+            fsa = pynini.determinize(fsa, nstate=threshold + 1)
+            if fsa.num_states() > max_states:
+                raise CompileLimitExceeded(
+                    "max_states", max_states, fsa.num_states(), "determinizing the byte automaton"
+                )
+            if fsa.num_states() > threshold:
+                raise TooLargeForOpenFst(threshold)
+    checkpoint()
     # Sorted first: OpenFst's minimizer left equivalent states apart on
     # unsorted arcs (``[^"]*"``: 11 states instead of 10).
     return fsa.arcsort("ilabel").minimize()
 
 
-def to_fsa(node: Node) -> pynini.Fst:
+def to_fsa(node: Node, max_states: int | None = None) -> pynini.Fst:
     """The byte acceptor of a regex AST, with pynini's union, concatenation
     and closure (intersection and difference for lookarounds). Optimized
-    (``optimize``) where it is copied — under a repetition of two copies or
-    more — and by the caller at the top; not at every node, which cost more
-    than it saved, nor under an optional part (``(,"email":…)?``: 4 ms of
-    the JSON object's 21, determinized again at the top anyway).
-    A repetition met twice (JSON Schema formats repeat ``[0-9A-Fa-f]{1,4}``
-    dozens of times) is built once."""
-    return _to_fsa(node, {})
+    (``optimize``, bounded by ``max_states``) where it is copied — under a
+    repetition of two copies or more — and by the caller at the top; not at
+    every node, which cost more than it saved, nor under an optional part
+    (``(,"email":…)?``: 4 ms of the JSON object's 21, determinized again at
+    the top anyway). A repetition met twice (JSON Schema formats repeat
+    ``[0-9A-Fa-f]{1,4}`` dozens of times) is built once."""
+    return _to_fsa(node, {}, max_states)
 
 
-def _to_fsa(node: Node, repeats: dict[Node, pynini.Fst]) -> pynini.Fst:
+def _to_fsa(node: Node, repeats: dict[Node, pynini.Fst], limit: int | None) -> pynini.Fst:
     if isinstance(node, Empty):
         return epsilon()
     if isinstance(node, CharSet):
@@ -124,34 +152,65 @@ def _to_fsa(node: Node, repeats: dict[Node, pynini.Fst]) -> pynini.Fst:
     if isinstance(node, Seq):
         out = epsilon()
         for part in node.parts:
-            out.concat(_to_fsa(part, repeats))
+            out.concat(_to_fsa(part, repeats, limit))
         return out
     if isinstance(node, Alt):
-        return pynini.union(*(_to_fsa(o, repeats) for o in node.options))
+        return pynini.union(*(_to_fsa(o, repeats, limit) for o in node.options))
     if isinstance(node, Repeat) and node.max == 1:  # one copy at most: not copied,
-        inner = _to_fsa(node.node, repeats)  # so left to the top's optimization
+        inner = _to_fsa(node.node, repeats, limit)  # so left to the top's optimization
         return inner if node.min == 1 else pynini.union(inner, epsilon())
     if isinstance(node, Repeat):
         found = repeats.get(node)
         if found is None:
-            inner = _to_fsa(node.node, repeats)
+            inner = _to_fsa(node.node, repeats, limit)
+            copies = max(node.min, node.max or 0, 1) * max(inner.num_states(), 1)
+            if limit is not None and copies > limit:  # checked before pynini builds the copies
+                raise CompileLimitExceeded(
+                    "max_states", limit, copies, "a counted repetition of the byte automaton"
+                )
             closure = pynini.closure(inner, node.min, *(() if node.max is None else (node.max,)))
-            found = repeats[node] = optimize(closure)
+            found = repeats[node] = optimize(closure, limit)
         return found.copy()
     if isinstance(node, Intersect | Difference):
-        a, b = (optimize(_to_fsa(n, repeats)) for n in (node.left, node.right))
+        a, b = (optimize(_to_fsa(n, repeats, limit), limit) for n in (node.left, node.right))
         op = pynini.intersect if isinstance(node, Intersect) else pynini.difference
-        return optimize(op(a, b))
+        return optimize(op(a, b), limit)
     raise TypeError(f"not a regex AST node: {node!r}")
 
 
-def prefix_acceptor(node: Node) -> pynini.Fst:
+def prefix_acceptor(node: Node, max_states: int | None = None) -> pynini.Fst:
     """Strings of the language followed by ``END``, and all their prefixes:
-    every state of the trimmed automaton made final."""
-    fsa = optimize(pynini.concat(to_fsa(node), label_acceptor(END)))
+    every state of the trimmed automaton made final. Built by OpenFst from
+    the AST; where its determinization would pass ``DETERMINIZE_WORK``, from
+    the core's minimal DFA (bounded by ``max_states`` and the compile budget)."""
+    try:
+        fsa = optimize(pynini.concat(to_fsa(node, max_states), label_acceptor(END)), max_states)
+    except TooLargeForOpenFst:
+        dfa = ByteDFA.from_node(node, max_states=max_states or DEFAULT_MAX_STATES)
+        # a DFA and one end label: deterministic once its epsilons are gone
+        fsa = optimize(pynini.concat(dfa_acceptor(dfa), label_acceptor(END)))
     for state in fsa.states():
         fsa.set_final(state)
     return fsa.arcsort("ilabel")
+
+
+def dfa_acceptor(dfa: ByteDFA) -> pynini.Fst:
+    """The strings of a byte DFA (full matches) as a pynini acceptor."""
+    fst = pynini.Fst()
+    if dfa.num_states == 0:
+        fst.set_start(fst.add_state())
+        return fst
+    fst.add_states(dfa.num_states)
+    fst.set_start(dfa.start)
+    rows = dfa.rows
+    for s in range(dfa.num_states):
+        checkpoint()
+        if dfa.accepting[s]:
+            fst.set_final(s)
+        for b, nxt in enumerate(rows[s]):
+            if nxt >= 0:
+                fst.add_arc(s, pynini.Arc(b + 1, b + 1, ONE, nxt))
+    return fst
 
 
 def token_automaton(detok: pynini.Fst, acceptor: pynini.Fst) -> TokenAutomaton:

@@ -93,7 +93,8 @@ class FSTCompiler(BaseCompiler):
     def compile_regular(self, language, spec, options) -> FSTCompiled:
         """The byte acceptor of the regex AST, composed with T_V."""
         clock = _Clock()
-        acceptor = prefix_acceptor(language.regex_node(max_states=options.max_states))
+        node = language.regex_node(max_states=options.max_states)
+        acceptor = prefix_acceptor(node, options.max_states)
         return self._compose(spec, options, clock, acceptor)
 
     def compile_grammar(self, grammar, spec, options) -> PushdownCompiled:

@@ -23,15 +23,22 @@ from __future__ import annotations
 import pynini
 
 from constrain_api import (
-    ByteDFA,
     CompileLimitExceeded,
     ReducedGrammar,
     UnsupportedConstraint,
-    checkpoint,
 )
 
 from .arcs import TokenAutomaton, fst_arcs
-from .automata import END, ONE, epsilon, label_acceptor, optimize
+from .automata import (
+    DETERMINIZE_WORK,
+    END,
+    ONE,
+    TooLargeForOpenFst,
+    dfa_acceptor,
+    epsilon,
+    label_acceptor,
+    optimize,
+)
 
 #: The non-terminal that calls the grammar's start, then reads the end marker.
 ROOT = "$root"
@@ -41,23 +48,14 @@ CALL = 1 << 20
 PAREN = 1 << 24
 
 
-def dfa_acceptor(dfa: ByteDFA) -> pynini.Fst:
-    """The strings of a byte DFA (full matches) as a pynini acceptor."""
-    fst = pynini.Fst()
-    if dfa.num_states == 0:
-        fst.set_start(fst.add_state())
-        return fst
-    fst.add_states(dfa.num_states)
-    fst.set_start(dfa.start)
-    rows = dfa.rows
-    for s in range(dfa.num_states):
-        checkpoint()
-        if dfa.accepting[s]:
-            fst.set_final(s)
-        for b, nxt in enumerate(rows[s]):
-            if nxt >= 0:
-                fst.add_arc(s, pynini.Arc(b + 1, b + 1, ONE, nxt))
-    return fst
+def _optimized(fst: pynini.Fst, max_states: int, what: str) -> pynini.Fst:
+    """``optimize``; past OpenFst's determinization work bound, ``CompileLimitExceeded``."""
+    try:
+        return optimize(fst, max_states)
+    except TooLargeForOpenFst:
+        raise CompileLimitExceeded(
+            "determinize_work", DETERMINIZE_WORK, None, f"{what}: OpenFst's determinization"
+        ) from None
 
 
 class Network:
@@ -73,7 +71,11 @@ class Network:
         self.names = list(self.rules)
         self.index = {name: i for i, name in enumerate(self.names)}
         ignore = [self.terminals[n] for n in grammar.names if n in grammar.ignore]
-        self.ignore = optimize(pynini.closure(pynini.union(*ignore))) if ignore else epsilon()
+        self.ignore = (
+            _optimized(pynini.closure(pynini.union(*ignore)), max_states, "%ignore")
+            if ignore
+            else epsilon()
+        )
         self.acceptors = {name: self._acceptor(name) for name in self.names}
         self._refuse_left_recursion(_nullable(self.rules, grammar.nullable))
 
@@ -96,7 +98,7 @@ class Network:
             fst = pynini.concat(fst, pynini.closure(pynini.union(*map(self._sequence, tails))))
         if name == ROOT:
             fst = pynini.concat(fst, pynini.concat(self.ignore, label_acceptor(END)))
-        fst = optimize(fst)
+        fst = _optimized(fst, self.max_states, f"the acceptor of {name}")
         if fst.num_states() > self.max_states:
             raise CompileLimitExceeded(
                 "max_states", self.max_states, fst.num_states(), f"the acceptor of {name}"

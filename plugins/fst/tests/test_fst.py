@@ -115,6 +115,48 @@ def test_refusals_and_limits(fst):
         fst.compile(ca.Regex(".*foo"), vocab, max_composed_arcs=20)
 
 
+def test_openfst_stops_at_the_state_bound_before_building_more(fst):
+    """OpenFst's calls cannot be interrupted: determinization runs with
+    max_states as its state threshold (2^18 states of this regex were once
+    built before the bound was checked: 48 s for 2^21), and a counted
+    repetition is sized before pynini copies it (a string of 10^6
+    characters once took 8 GB)."""
+    vocab = small_vocabulary()
+    with pytest.raises(ca.CompileLimitExceeded, match="determinizing") as e:
+        fst.compile(ca.Regex("(a|b)*a(a|b){17}"), vocab, max_states=5000)
+    assert e.value.value == 5001
+    with pytest.raises(ca.CompileLimitExceeded, match="counted repetition"):
+        fst.compile(ca.JsonSchema({"type": "string", "minLength": 10**6}), vocab)
+    spec = ca.Regex("(a|b)*a(a|b){6}")  # 128 states: within the bound, the same language
+    compiled = fst.compile(spec, vocab, max_states=200)
+    _assert_same_masks(compiled, ca.get("naive").compile(spec, vocab), vocab, "(a|b)*a(a|b){6}", 2)
+
+
+def test_past_openfsts_work_bound_the_cores_automaton_stands_in(fst, monkeypatch):
+    """Determinization work grows with input x output states: past
+    DETERMINIZE_WORK OpenFst is stopped and the core's minimal DFA (which
+    checks the compile budget per state) is used; the masks stay the
+    oracle's. (A generated 31,601-state NFA once kept OpenFst busy past 60 s.)"""
+    import constrain_fst.automata as automata
+
+    vocab = small_vocabulary()
+    spec = ca.Regex("(a|b)*a(a|b){5}(c|ab)*")
+    stopped = []
+    real = automata.TooLargeForOpenFst
+
+    class Spy(real):
+        def __init__(self, threshold):
+            stopped.append(threshold)
+            super().__init__(threshold)
+
+    monkeypatch.setattr(automata, "DETERMINIZE_WORK", 200)
+    monkeypatch.setattr(automata, "TooLargeForOpenFst", Spy)
+    ca.clear_caches()
+    compiled = fst.compile(spec, vocab)
+    assert stopped, "OpenFst was not stopped: the fallback was not exercised"
+    _assert_same_masks(compiled, ca.get("naive").compile(spec, vocab), vocab, spec.pattern, 3)
+
+
 def test_the_composition_estimate_counts_a_shared_walk_once(fst):
     """Tokens spelled in bytes from two wide states whose first byte leads to
     one same state share the composition's pairs past that byte: counted

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from constrain_api import GrammarIR, UnsupportedConstraint
@@ -66,6 +67,13 @@ def _engine_json(spec: Any) -> str:
             "format_assertion=False",
             "llguidance's JSON compiler always asserts the formats it knows; "
             "use json_schema='lowering'",
+        )
+    if _unspellable_strings(spec.schema):
+        raise UnsupportedConstraint(
+            NAME,
+            "control characters in const, enum or property names",
+            "the engine's strings spell them only as \\u escapes, which the adapter turns "
+            "off (an engine once dropped a NUL from a const); use json_schema='lowering'",
         )
     options: dict[str, Any] = {
         "item_separator": ",",
@@ -138,3 +146,41 @@ def _slashed(pattern: str) -> str:
             out.append(ch)
         escaped = ch == "\\" and not escaped
     return "".join(out)
+
+
+#: Control characters a JSON string spells only as ``\uXXXX`` (not ``\b\f\n\r\t``).
+_UNSPELLABLE = re.compile("[\x00-\x07\x0b\x0e-\x1f]")
+#: Keywords whose object keys are property names.
+_NAME_KEYS = ("properties", "patternProperties", "dependentRequired", "dependentSchemas")
+
+
+def _unspellable_strings(schema: Any) -> bool:
+    """Whether a ``const``/``enum`` value or a property name of ``schema``
+    holds a control character the engine's strings cannot spell."""
+
+    def data(value: Any) -> bool:  # a JSON value under const/enum: keys and strings
+        if isinstance(value, str):
+            return bool(_UNSPELLABLE.search(value))
+        if isinstance(value, list):
+            return any(data(v) for v in value)
+        if isinstance(value, dict):
+            return any(data(k) or data(v) for k, v in value.items())
+        return False
+
+    def walk(node: Any) -> bool:
+        if isinstance(node, list):
+            return any(walk(v) for v in node)
+        if not isinstance(node, dict):
+            return False
+        for key, value in node.items():
+            if key in ("const", "enum") and data(value):
+                return True
+            if key == "required" and data(value):
+                return True
+            if key in _NAME_KEYS and isinstance(value, dict) and data(list(value)):
+                return True
+            if walk(value):
+                return True
+        return False
+
+    return walk(schema)

@@ -158,6 +158,33 @@ def test_errors_and_limits(vocab):
         c.mask()
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"k": {"const": "\u0000\ud7ff"}}, "required": ["k"]},
+        {"enum": [["a", {"b\u001f": 1}]]},
+        {"type": "object", "properties": {"\u0001": {"type": "integer"}}},
+    ],
+)
+def test_engine_mode_refuses_strings_it_cannot_spell(vocab, schema):
+    """With ``\\u`` escapes off the engine cannot spell most control
+    characters; given a const holding one it once allowed the string
+    without it (found by ``nox -s fuzz``): such schemas are refused."""
+    with pytest.raises(ca.UnsupportedConstraint, match="control characters"):
+        ca.get("llguidance").compile(ca.JsonSchema(schema), vocab)
+    lowered = ca.get("llguidance", json_schema="lowering").compile(ca.JsonSchema(schema), vocab)
+    assert lowered.checker().mask().allowed_ids().size
+
+
+def test_engine_mode_keeps_the_escapes_it_can_spell(vocab, naive):
+    spec = ca.JsonSchema({"const": "a\tb\nc"})
+    compiled = ca.get("llguidance").compile(spec, vocab)
+    result = checks.compare_masks(
+        compiled, naive.compile(spec, vocab), paths.natural(vocab, '"a\\tb\\nc"')
+    )
+    assert result.sound and result.rejected_at is None, result.describe(vocab)
+
+
 def test_lark_translation_renames_symbols_and_escapes_slashes():
     grammar = ca.Grammar('start: _item+\n_item: "a/b" | NAME\nNAME: /[a-z]+/\n')
     text = grammar_text(ca.lower(grammar).ir)

@@ -32,6 +32,7 @@ from constrain_api import (
     Vocabulary,
     checkpoint,
 )
+from constrain_api.automata import DEFAULT_MAX_STATES, check_nfa_size, nfa_limit
 
 from .ebnf import NAME, grammar_ebnf, node_ebnf
 
@@ -60,10 +61,14 @@ class XGrammarCompiler(BaseCompiler):
         return None
 
     def compile_regular(self, language, spec, options) -> XGrammarCompiled:
-        text = f"root ::= {node_ebnf(language.regex_node())}\n"
+        node = language.regex_node()
+        check_nfa_size(node, options.max_nfa_states, "counted before XGrammar expands it")
+        text = f"root ::= {node_ebnf(node)}\n"
         return self._compiled(spec, lambda: self.engine.compile_grammar(text))
 
     def compile_grammar(self, grammar, spec, options) -> XGrammarCompiled:
+        for name, terminal in grammar.ir.terminals.items():
+            check_nfa_size(terminal.ast(), options.max_nfa_states, f"terminal {name}")
         text = grammar_ebnf(grammar.ir)
         return self._compiled(spec, lambda: self.engine.compile_grammar(text))
 
@@ -93,17 +98,29 @@ class XGrammarBackend(BaseBackend):
     JSON-schema converter, with the spec's whitespace and
     ``additional_properties`` policies as its options; its language allows
     some documents the schema's language does not — invalid JSON among them —
-    so it is opt-in, see the README); ``max_threads`` for XGrammar's compiler.
+    so it is opt-in, see the README); ``max_threads`` for XGrammar's compiler;
+    ``max_nfa_states`` (also per ``compile``; default 401,000, the core's
+    NFA bound): a regex (or a grammar terminal) that expands to more NFA
+    states (counted on its AST) is refused before XGrammar, which cannot be
+    interrupted, expands it. XGrammar builds no DFA, so it has no
+    ``max_states``.
     """
 
     name = NAME
     compiler_class = XGrammarCompiler
+    compile_options = ("max_nfa_states",)
 
-    def __init__(self, json_schema: str = "lowering", max_threads: int = 1):
+    def __init__(
+        self,
+        json_schema: str = "lowering",
+        max_threads: int = 1,
+        max_nfa_states: int = nfa_limit(DEFAULT_MAX_STATES),
+    ):
         if json_schema not in JSON_MODES:
             raise ValueError(f"json_schema must be one of {JSON_MODES}, got {json_schema!r}")
         self.json_schema = json_schema
         self.max_threads = max_threads
+        self.max_nfa_states = max_nfa_states
         exact = {"regex", "choice", "grammar"}
         if json_schema == "lowering":
             exact.add("json_schema")

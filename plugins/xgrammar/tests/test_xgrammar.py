@@ -210,3 +210,17 @@ def test_the_engine_converter_never_turns_a_remote_ref_into_any_json(schema, voc
     # a "$ref" inside data is not a reference
     data = {"const": {"$ref": "http://example.com/x.json"}}
     assert ca.get("xgrammar", json_schema="engine").compile(ca.JsonSchema(data), vocab)
+
+
+def test_a_regex_too_large_to_expand_is_refused_before_the_engine(vocab):
+    """XGrammar expands counted repetitions in one call that cannot be
+    interrupted (a generated schema with maxItems 10^6 once kept it busy past
+    60 s): past ``max_nfa_states``, counted on the AST, it is refused first."""
+    with pytest.raises(ca.CompileLimitExceeded, match="before XGrammar") as info:
+        ca.get("xgrammar").compile(ca.Regex("(ab|c[a-z]){300000}"), vocab)
+    assert info.value.limit == "nfa_states"
+    with pytest.raises(ca.CompileLimitExceeded, match="terminal"):
+        ca.get("xgrammar").compile(
+            ca.Grammar('start: "x" A\nA: /[a-c]{50}/'), vocab, max_nfa_states=40
+        )
+    ca.get("xgrammar").compile(ca.Regex("(ab|c){50}"), vocab, max_nfa_states=1000)
