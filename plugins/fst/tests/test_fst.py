@@ -149,12 +149,23 @@ def test_past_openfsts_work_bound_the_cores_automaton_stands_in(fst, monkeypatch
             stopped.append(threshold)
             super().__init__(threshold)
 
-    monkeypatch.setattr(automata, "DETERMINIZE_WORK", 200)
     monkeypatch.setattr(automata, "TooLargeForOpenFst", Spy)
+    oracle = ca.get("naive").compile(spec, vocab)
     ca.clear_caches()
-    compiled = fst.compile(spec, vocab)
-    assert stopped, "OpenFst was not stopped: the fallback was not exercised"
-    _assert_same_masks(compiled, ca.get("naive").compile(spec, vocab), vocab, spec.pattern, 3)
+    fst.compile(spec, vocab)
+    assert not stopped  # within both bounds: OpenFst builds it all
+    for name, value, options in [
+        ("DETERMINIZE_WORK", 200, {}),
+        # pairs that fit in what is left of max_seconds (a pair costs 1 s here)
+        ("SECONDS_PER_PAIR", 1.0, {"max_seconds": 100}),
+    ]:
+        with monkeypatch.context() as patch:
+            patch.setattr(automata, name, value)
+            ca.clear_caches()
+            compiled = fst.compile(spec, vocab, **options)
+        assert stopped, f"{name}: OpenFst was not stopped, the fallback was not exercised"
+        _assert_same_masks(compiled, oracle, vocab, spec.pattern, 3)
+        stopped.clear()
 
 
 def test_the_composition_estimate_counts_a_shared_walk_once(fst):
