@@ -39,10 +39,18 @@ from constrain_api.caching import SPEC_CACHES
 from constrain_api.jsonschema import instance_text
 from constrain_api.shared import shared_file
 
-STATUSES = ("pass", "compile_error", "timeout", "validation_error", "invalidation_error")
+STATUSES = (
+    "pass",
+    "unchecked",
+    "compile_error",
+    "timeout",
+    "validation_error",
+    "invalidation_error",
+)
 
 #: Statuses of schemas that compiled; their timings enter the percentiles.
-COMPILED_STATUSES = ("pass", "validation_error", "invalidation_error")
+#: ``unchecked``: compiled, but none of its instances could be spelled (not a pass).
+COMPILED_STATUSES = ("pass", "unchecked", "validation_error", "invalidation_error")
 
 #: Failure statuses from a walk over the tests, in order of precedence.
 _WALK_PRECEDENCE = ("validation_error", "invalidation_error")
@@ -150,7 +158,9 @@ def run_schema(
 
     Compile errors (any exception from reading the file, building the spec or
     compiling) give ``compile_error``. Instances that ``instance_text`` or
-    ``vocab.encode`` cannot spell are skipped. An exception raised by the
+    ``vocab.encode`` cannot spell are skipped and counted (in ``detail``); a
+    schema none of whose instances could be walked is ``unchecked``, not a
+    pass. An exception raised by the
     checker while walking an instance counts as a ``validation_error`` (the
     backend failed to check it), whatever the instance's flag.
     ``on_compiled(ttfm_ms)`` is called once the first mask is filled.
@@ -180,14 +190,18 @@ def run_schema(
 
     tbm: list[float] = []
     failures: dict[str, list[str]] = {status: [] for status in _WALK_PRECEDENCE}
+    checked = skipped = 0
     for i, test in enumerate(tests):
         if "data" not in test or "valid" not in test:
+            skipped += 1
             continue
         valid = bool(test["valid"])
         try:
             tokens = vocab.encode(instance_text(schema, test["data"]))
         except Exception:
-            continue  # not spellable in this language or vocabulary: counts nothing
+            skipped += 1  # not spellable in this language or vocabulary
+            continue
+        checked += 1
         label = f"test {i} ({'valid' if valid else 'invalid'})"
         try:
             why = _walk(compiled, vocab, tokens, bitmask, tbm)
@@ -203,7 +217,11 @@ def run_schema(
             more = len(failures[status]) - 1
             detail = failures[status][0] + (f" (+{more} more)" if more else "")
             return SchemaResult(backend_name, stem, status, ttfm_ms, tbm, detail)
-    return SchemaResult(backend_name, stem, "pass", ttfm_ms, tbm)
+    if not checked:
+        detail = f"no instance could be checked ({skipped} not spellable or without data)"
+        return SchemaResult(backend_name, stem, "unchecked", ttfm_ms, tbm, detail)
+    detail = f"{skipped} of {checked + skipped} instances not spellable" if skipped else ""
+    return SchemaResult(backend_name, stem, "pass", ttfm_ms, tbm, detail)
 
 
 def _serve(conn: Any, backend: Any, backend_name: str, vocab: ca.Vocabulary) -> None:

@@ -297,7 +297,14 @@ def _maskbench_section(results: Results) -> list[str]:
     if not summary:
         return []
     meta = results.maskbench.get("meta", {})
-    keys = ["pass", "compile_error", "timeout", "validation_error", "invalidation_error"]
+    keys = [
+        "pass",
+        "unchecked",
+        "compile_error",
+        "timeout",
+        "validation_error",
+        "invalidation_error",
+    ]
     rows = []
     for s in summary:
         rows.append(

@@ -153,8 +153,18 @@ def test_unspellable_instances_are_skipped(tmp_path, monkeypatch):
             }
         )
     )
-    [result] = run_maskbench(["naive"], "small", tmp_path, timeout_s=TIMEOUT_S)
-    assert result.status == "pass", result.detail
+    (tmp_path / "none.json").write_text(
+        json.dumps(
+            {"schema": OBJECT, "tests": [{"data": {"a": 99}, "valid": True}, {"valid": True}]}
+        )
+    )
+    results = run_maskbench(["naive"], "small", tmp_path, timeout_s=TIMEOUT_S)
+    by_schema = {r.schema: r for r in results}
+    assert by_schema["skip"].status == "pass", by_schema["skip"].detail
+    assert by_schema["skip"].detail == "2 of 3 instances not spellable"
+    # nothing walked: not a pass
+    assert by_schema["none"].status == "unchecked"
+    assert "no instance could be checked (2 " in by_schema["none"].detail
 
 
 class _Hanging:
@@ -254,6 +264,7 @@ def test_summarize_percentiles_over_compiled_schemas_only():
     assert x["backend"] == "x" and y["backend"] == "y"
     assert {s: x[s] for s in STATUSES} == {
         "pass": 1,
+        "unchecked": 0,
         "compile_error": 1,
         "timeout": 1,
         "validation_error": 1,
@@ -283,7 +294,8 @@ def test_limit_takes_files_spread_over_the_sorted_list(tmp_path):
     assert schema_files(tmp_path, limit=50) == every
     results = run_maskbench(["fsm"], "small", tmp_path, limit=2, timeout_s=TIMEOUT_S)
     assert [r.schema for r in results] == [p.stem for p in schema_files(tmp_path, limit=2)]
-    assert all(r.status == "pass" and r.tbm_us == [] for r in results)  # no tests
+    # no tests: compiled, nothing checked, so not a pass
+    assert all(r.status == "unchecked" and r.tbm_us == [] for r in results)
 
 
 def test_bad_arguments(tmp_path):
