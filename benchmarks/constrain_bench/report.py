@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .maskbench import STATUSES
+
 #: Distributions whose versions the report records.
 VERSIONS = (
     "constrain-api",
@@ -297,14 +299,7 @@ def _maskbench_section(results: Results) -> list[str]:
     if not summary:
         return []
     meta = results.maskbench.get("meta", {})
-    keys = [
-        "pass",
-        "unchecked",
-        "compile_error",
-        "timeout",
-        "validation_error",
-        "invalidation_error",
-    ]
+    keys = STATUSES
     rows = []
     for s in summary:
         rows.append(
