@@ -97,6 +97,10 @@ def _types_of(s: dict) -> set[str]:
     return names
 
 
+#: Keywords that constrain strings only: ``not`` of a schema of these alone
+#: is the strings that fail them (a difference of automata).
+_STRING_KEYWORDS = frozenset({"pattern", "minLength", "maxLength"})
+
 #: A referenced schema whose regular piece is shorter than this is inlined in
 #: grammar mode (no rule of its own).
 _INLINE_CHARS = 2000
@@ -508,6 +512,15 @@ class Lowerer:
             props[name] = False
             s["properties"] = props
             return s
+        if keys and keys <= _STRING_KEYWORDS | {"type"} and _types_of(neg) >= {"string"}:
+            # neg constrains strings only; without a type every non-string satisfies it
+            if "type" in keys and _types_of(neg) != {"string"}:
+                raise _unsupported("not", here, "negation of this schema is not expressible")
+            if "type" not in keys:
+                s["type"] = ["string"] if "string" in _types_of(s) else "__none__"
+            negated = {k: neg[k] for k in keys - {"type"}}
+            s["__not_string__"] = [*s.get("__not_string__", []), negated]
+            return s
         if keys <= {"enum", "const"} and not _enum_values(neg, None):
             return s
         if keys <= {"enum", "const"} and "enum" not in s and "const" not in s:
@@ -611,6 +624,8 @@ class Lowerer:
         return Rx(text)
 
     def _string(self, s: dict, where: str) -> Expr:
+        if "__not_string__" in s:
+            return self._string_minus(s, s.pop("__not_string__"), where)
         lo, hi = _count(s, "minLength", 0), _count(s, "maxLength")
         fmt = s.get("format") if self.options.format_assertion else None
         if fmt in formats.UNSUPPORTED_FORMATS:
@@ -633,6 +648,30 @@ class Lowerer:
                 strings.pattern_regex(s["pattern"], min_length=lo, max_length=hi, where=where)
             )
         return Rx(strings.string_regex(lo, hi))
+
+    def _string_minus(self, s: dict, negated: list[dict], where: str) -> Expr:
+        """The strings of ``s`` that fail every string schema of ``negated``
+        (``not: {pattern: ...}``): a difference of the quoted strings' automata."""
+        here = join_pointer(where, "not")
+        positive = self._string(s, where)
+        if is_nothing(positive):
+            return NOTHING
+        limit = self.options.max_states
+        try:
+            dfa = ByteDFA.from_regex(positive.text, max_states=limit)
+            for neg in negated:
+                excluded = self._string(dict(neg), here)
+                if not is_nothing(excluded):
+                    dfa = dfa.difference(ByteDFA.from_regex(excluded.text), max_states=limit)
+        except CompileLimitExceeded as e:
+            if is_budget_error(e):
+                raise
+            raise _unsupported(
+                "not", here, f"the complement's automaton is too large ({e})"
+            ) from None
+        if dfa.is_empty():
+            return NOTHING
+        return Rx(dfa_to_regex(dfa))
 
     def _array(self, s: dict, where: str) -> Expr:
         if "__none__" in str(s.get("type", "")):

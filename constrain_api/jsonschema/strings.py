@@ -288,7 +288,20 @@ def _string_not_in(excluded: frozenset[str], max_size: int) -> str:
     if not root:
         return string_regex(max_size=max_size)
     try:
-        diverge, paths, wide_paths, ends = _not_in(root)
+        return _not_in_regex(root, max_size, gather_wide=True)
+    except CompileLimitExceeded as e:
+        if e.limit != "regex_size":
+            raise
+    # gathering the non-ASCII characters makes the text longer (an ASCII class
+    # per node instead of a negated one): without it, the same language fits
+    # more often (3 MaskBench schemas of 94-odd names)
+    return _not_in_regex(root, max_size, gather_wide=False)
+
+
+def _not_in_regex(root: dict, max_size: int, *, gather_wide: bool) -> str:
+    """The quoted strings that leave the trie ``root`` or end off its words."""
+    try:
+        diverge, paths, wide_paths, ends = _not_in(root, gather_wide)
     except RecursionError:
         raise CompileLimitExceeded(
             "regex_size", max_size, None, "the excluded strings are too long"
@@ -303,7 +316,7 @@ def _string_not_in(excluded: frozenset[str], max_size: int) -> str:
         ) from None
 
 
-def _not_in(trie: dict) -> tuple[Node, Node, Node, Node]:
+def _not_in(trie: dict, gather_wide: bool = True) -> tuple[Node, Node, Node, Node]:
     """``(diverge, paths, wide_paths, ends)`` of a trie node, as suffixes after its path:
 
     * ``diverge``: one step off the trie (a character that is no child here;
@@ -312,6 +325,9 @@ def _not_in(trie: dict) -> tuple[Node, Node, Node, Node]:
     * ``paths``: the trie paths from here to the nodes with no escaped child;
     * ``wide_paths``: the trie paths from here to the nodes with no non-ASCII child;
     * ``ends``: the trie paths from here to nodes that are no excluded string.
+
+    Without ``gather_wide``, non-ASCII characters leave in ``diverge`` at
+    each node (``wide_paths`` is void): the same language, a shorter text.
     """
     kids = sorted(c for c in trie if c is not None)
     gone = [(ord(c), ord(c)) for c in kids]  # the characters that do not leave here
@@ -320,7 +336,7 @@ def _not_in(trie: dict) -> tuple[Node, Node, Node, Node]:
     if not any(ord(c) < 0x20 or c in '"\\' for c in kids):  # no escaped child
         gone += _SPECIAL.ranges
         here_path = Empty()
-    if not any(ord(c) >= 0x80 for c in kids):  # no non-ASCII child
+    if gather_wide and not any(ord(c) >= 0x80 for c in kids):  # no non-ASCII child
         gone += _NON_ASCII.ranges
         wide_path = Empty()
     here = CharSet(tuple(gone)).complement()
@@ -329,7 +345,7 @@ def _not_in(trie: dict) -> tuple[Node, Node, Node, Node]:
     wide_paths: list[Node] = [wide_path]
     ends: list[Node] = [_VOID if None in trie else Empty()]
     for c in kids:
-        d, p, w, e = _not_in(trie[c])
+        d, p, w, e = _not_in(trie[c], gather_wide)
         lit = Literal(c)
         diverges.append(seq(lit, d))
         paths.append(seq(lit, p))

@@ -68,6 +68,9 @@ BOUNDARY_SCHEMAS = [
     {"anyOf": [{"type": "integer", "maximum": -2}, {"type": "string", "minLength": 2}]},
     {"oneOf": [{"type": "boolean"}, {"type": "null"}]},
     {"enum": [[1, 2], {"a": True}, "s", 2.5]},
+    {"not": {"pattern": "a"}},
+    {"type": ["string", "integer"], "not": {"type": "string", "maxLength": 2}},
+    {"allOf": [{"not": {"pattern": "^a"}}, {"not": {"pattern": "b$"}}], "maxLength": 4},
 ]
 
 

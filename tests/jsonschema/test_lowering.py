@@ -185,6 +185,53 @@ def test_false_and_impossible_schemas_are_refused_as_the_empty_language():
         assert info.value.where == "#"
 
 
+NOT_STRING_CASES = [
+    ({"not": {"pattern": "a"}}, ["bcd", "", "xa", 1, None, "é", [], {"a": 1}]),
+    ({"type": "string", "not": {"pattern": "^a*$"}}, ["", "aa", "ab", "b", "ba"]),
+    (
+        {"type": ["string", "integer"], "not": {"type": "string", "maxLength": 2}},
+        ["abc", "ab", 5, "", True],
+    ),
+    ({"type": "string", "maxLength": 5, "not": {"minLength": 3}}, ["ab", "abc", "", "abcdef"]),
+    (
+        {"allOf": [{"not": {"pattern": "^a"}}, {"not": {"pattern": "b$"}}]},
+        ["c", "ab", "cb", "ca", 2],
+    ),
+    (
+        {"type": "object", "properties": {"x": {"not": {"pattern": "ghlint|plugin"}}}},
+        [{"x": "abc"}, {"x": "myplugin"}, {}, {"x": 3}],
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "instances"), NOT_STRING_CASES)
+def test_not_of_string_keywords_is_the_strings_that_fail_them(schema, instances):
+    """``not`` of a schema of ``pattern``/``minLength``/``maxLength`` alone (or
+    with ``type: string``): its strings fail them, and without a type no
+    other value passes (every non-string satisfies those keywords). Both
+    directions judged by the ``jsonschema`` validator."""
+    import json
+
+    import jsonschema
+
+    _, accepts = language(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for instance in instances:
+        text = json.dumps(instance, ensure_ascii=False, separators=(",", ":"))
+        assert accepts(text) == validator.is_valid(instance), (schema, text)
+
+
+def test_not_of_other_string_schemas_is_still_refused():
+    for schema in [
+        {"not": {"type": ["string", "null"], "pattern": "a"}},
+        {"not": {"pattern": "a", "minimum": 3}},
+        {"not": {"format": "email"}},
+    ]:
+        with pytest.raises(UnsupportedConstraint) as info:
+            lower_json_schema(JsonSchema(schema))
+        assert info.value.construct == "not at /not"
+
+
 def test_naive_backend_compiles_json_schema_through_the_lowering():
     from constrain_conformance.corpus import small_vocabulary
 

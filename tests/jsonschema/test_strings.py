@@ -468,6 +468,27 @@ def test_string_not_in(excluded: list[str]) -> None:
     assert dfa(rx).same_language(dfa(string_regex()).difference(spelled))
 
 
+def test_string_not_in_falls_back_to_the_shorter_spelling() -> None:
+    """Gathering the non-ASCII characters that leave the name trie (one
+    branch, a smaller automaton) lengthens the text; past ``max_size`` the
+    per-node spelling of the same language is used (3 MaskBench schemas
+    were refused for the longer text)."""
+    rng = random.Random(7)
+    names = sorted(
+        {
+            "".join(rng.choice("abcdefghmnoprstu") for _ in range(rng.randint(4, 12)))
+            for _ in range(90)
+        }
+    )
+    gathered = string_not_in(names, max_size=10**6)
+    fits = len(gathered) - 1
+    shorter = string_not_in(names, max_size=fits)
+    assert len(shorter) <= fits < len(gathered)
+    assert dfa(shorter).same_language(dfa(gathered))
+    with pytest.raises(CompileLimitExceeded):
+        string_not_in(names, max_size=len(shorter) - 1)
+
+
 def test_string_not_in_size() -> None:
     rng = random.Random(7)
     names = [
