@@ -29,7 +29,6 @@ from .masks import (
     SpecialBits,
     TokenMask,
     allocate_bitmask,
-    bitmask_words,
     row_view,
 )
 from .protocols import CompileStats
@@ -164,7 +163,7 @@ class StateChecker(ABC, Generic[S]):
 
     def fill_mask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed next tokens into ``bitmask[row]``."""
-        view = row_view(bitmask, row, self._special_bits.words)
+        view = row_view(bitmask, row, self.vocab.size)
         state = self._stack[-1]
         if state is _TERMINATED:
             view[:] = 0
@@ -262,7 +261,6 @@ class MatcherChecker(ABC):
         self._special_bits = compiled.special_bits
         self._history: list[int] = []
         self._in_use = threading.Lock()
-        self._words = bitmask_words(self.vocab.size)
 
     def _claim(self) -> None:
         """Claim the checker for this call (the caller releases ``_in_use``)."""
@@ -348,12 +346,7 @@ class MatcherChecker(ABC):
 
     def fill_mask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed next tokens into ``bitmask[row]``."""
-        view = row_view(bitmask, row)
-        if view.shape[0] < self._words:
-            raise ValueError(
-                f"a bitmask row of {view.shape[0]} words cannot hold {self.vocab.size} tokens"
-                f" ({self._words} words)"
-            )
+        view = row_view(bitmask, row, self.vocab.size)
         self._claim()
         try:
             if self.terminated:

@@ -47,13 +47,16 @@ MEMORY_CHECK_INTERVAL = 0.002
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-def resident_bytes() -> int:
-    """The process's resident memory now (Linux), or its peak where the
-    current figure is not available."""
+def resident_bytes(pid: int | None = None) -> int:
+    """The resident memory of this process (or of ``pid``) now (Linux); for
+    this process, its peak where the current figure is not available (0 for
+    another process)."""
     try:
-        with open("/proc/self/statm", "rb") as f:
+        with open(f"/proc/{pid or 'self'}/statm", "rb") as f:
             return int(f.read().split()[1]) * _PAGE
     except (OSError, ValueError, IndexError):
+        if pid is not None:
+            return 0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak if sys.platform == "darwin" else peak * 1024
 

@@ -45,12 +45,12 @@ def allocate_bitmask_tensor(
     return torch.zeros((batch, bitmask_words(vocab_size)), dtype=torch.int32, pin_memory=pin_memory)
 
 
-def row_view(bitmask: Any, row: int = 0, min_words: int = 0) -> np.ndarray:
+def row_view(bitmask: Any, row: int = 0, vocab_size: int = 0) -> np.ndarray:
     """Zero-copy 1-D int32 numpy view of one row of a numpy or CPU-tensor bitmask.
 
     Writes through the view change the bitmask. Raises ``TypeError`` for a
     bitmask that is not int32 or not on the CPU, ``IndexError`` for a row it
-    does not have, ``ValueError`` for a row of fewer than ``min_words`` words.
+    does not have, ``ValueError`` for a row too narrow for ``vocab_size`` tokens.
     """
     if isinstance(bitmask, np.ndarray):
         arr = bitmask
@@ -72,8 +72,12 @@ def row_view(bitmask: Any, row: int = 0, min_words: int = 0) -> np.ndarray:
         view = arr
     else:
         view = arr[row]
-    if view.shape[0] < min_words:
-        raise ValueError(f"a bitmask row of {view.shape[0]} words cannot hold {min_words} words")
+    words = (vocab_size + 31) // 32
+    if view.shape[0] < words:
+        raise ValueError(
+            f"a bitmask row of {view.shape[0]} words cannot hold {vocab_size} tokens"
+            f" ({words} words)"
+        )
     return view
 
 
@@ -347,7 +351,6 @@ class SpecialBits:
 
     def __init__(self, vocab: Any):
         self.vocab_size = int(vocab.size)
-        self.words = bitmask_words(self.vocab_size)  # a row's width
         special = np.array(sorted(vocab.special_ids), dtype=np.int64)
         eos = np.array(sorted(vocab.eos_ids), dtype=np.int64)
         self._special_words, self._special_keep = self._group(special, invert=True)

@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import dataclasses
 import multiprocessing
-import os
 import sys
 import time
 import traceback
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import constrain_api as ca
+from constrain_api.budget import resident_bytes
 
 from . import corpus as vocabularies
 from . import hostile
@@ -86,14 +86,6 @@ def _vocabulary(name: str) -> ca.Vocabulary:
     return vocabularies.real_vocabulary(name)
 
 
-def _resident_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
 def context():
     """The forkserver context the cases run in, the backends preloaded."""
     ctx = multiprocessing.get_context("forkserver")
@@ -134,7 +126,7 @@ def run_case(
         if elapsed > timeout:
             outcome, detail = "hang", f"killed after {timeout:.0f} s"
             break
-        rss = _resident_mb(process.pid)
+        rss = resident_bytes(process.pid) / 2**20
         if rss > memory_mb:
             outcome, detail = "memory", f"killed at {rss:.0f} MiB"
             break

@@ -625,7 +625,8 @@ class Lowerer:
 
     def _string(self, s: dict, where: str) -> Expr:
         if "__not_string__" in s:
-            return self._string_minus(s, s.pop("__not_string__"), where)
+            rest = {k: v for k, v in s.items() if k != "__not_string__"}
+            return self._string_minus(rest, s["__not_string__"], where)
         lo, hi = _count(s, "minLength", 0), _count(s, "maxLength")
         fmt = s.get("format") if self.options.format_assertion else None
         if fmt in formats.UNSUPPORTED_FORMATS:

@@ -32,7 +32,6 @@ from constrain_api import (
     MatcherChecker,
     UnsupportedConstraint,
     allocate_bitmask,
-    checkpoint,
     is_budget_error,
     lower,
 )
@@ -72,7 +71,6 @@ class LLGuidanceCompiler(BaseCompiler):
 
     def _compiled(self, spec, grammar: str) -> LLGuidanceCompiled:
         """Build the template matcher."""
-        checkpoint()  # (the engine bounds its own work by its limits)
         limits = self.backend.limits
         engine_limits = llguidance.LLParserLimits(**limits, verbose_errors=False)
         matcher = llguidance.LLMatcher(self.tokenizer, grammar, log_level=0, limits=engine_limits)

@@ -30,7 +30,6 @@ from constrain_api import (
     MatcherChecker,
     UnsupportedConstraint,
     Vocabulary,
-    checkpoint,
 )
 from constrain_api.automata import DEFAULT_MAX_STATES, check_nfa_size, nfa_limit
 
@@ -73,7 +72,6 @@ class XGrammarCompiler(BaseCompiler):
         return self._compiled(spec, lambda: self.engine.compile_grammar(text))
 
     def _compiled(self, spec, compile_: Any) -> XGrammarCompiled:
-        checkpoint()  # (XGrammar's compiler cannot be interrupted)
         try:
             grammar = compile_()
         except RuntimeError as e:  # XGrammar's parser and converters report this way
