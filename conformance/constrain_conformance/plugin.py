@@ -104,13 +104,18 @@ class BackendSpec:
 
 @dataclass
 class Results:
-    """Outcomes per (backend, family): pass/fail counts, worst precision and
-    recall, the minimal-invasiveness counts, and notes on failures that
-    happened outside a check (timeouts, exceptions)."""
+    """Outcomes per (backend, family): pass/fail counts, checks skipped
+    because the backend refused the case's constraint (``refused``), because
+    only the oracle did (``unjudged``) or because the backend's capabilities
+    exclude its kind (``unsupported``), worst precision and recall, the
+    minimal-invasiveness counts, and notes on failures that happened outside
+    a check (timeouts, exceptions)."""
 
     passed: int = 0
     failed: int = 0
     unsupported: int = 0
+    refused: int = 0
+    unjudged: int = 0
     precision: float = 1.0
     recall: float = 1.0
     reproduced: int = 0  # minimal invasiveness: natural tokenizations reproduced

@@ -9,14 +9,26 @@ FAMILIES = ["regex", "choice", "where", "grammar", "json_schema", "errors"]
 
 
 def _cell(row) -> str:
+    """A matrix cell: checks passed or failed, then the checks skipped because
+    the backend refused the constraint or only the oracle did (a refusal is
+    never shown as a pass)."""
     if row is None:
         return "—"
+    skipped = [
+        f"{count} {what}"
+        for count, what in ((row.refused, "refused"), (row.unjudged, "unjudged"))
+        if count
+    ]
     if row.failed:
         verdict = f"**FAIL** ({row.failed} of {row.failed + row.passed})"
     elif row.passed:
         verdict = f"pass ({row.passed})"
+    elif skipped:
+        return ", ".join(skipped)
     else:
         return "unsupported"
+    if skipped:
+        verdict += ", " + ", ".join(skipped)
     if row.precision < 1.0 or row.recall < 1.0:
         verdict += f", P={row.precision:.3f} R={row.recall:.3f}"
     return verdict
@@ -51,7 +63,9 @@ def write_matrix(
         + " Each cell counts the checks that ran "
         "(mask exactness per path kind, acceptance/rejection, state operations, "
         "concurrency); P and R are the worst precision and recall against the oracle "
-        "(shown when below 1).",
+        "(shown when below 1); *refused* counts the checks skipped because the backend "
+        "refused the case's constraint (`UnsupportedConstraint` or `CompileLimitExceeded` "
+        "for a kind it declares), *unjudged* those skipped because only the oracle did.",
         "",
         "| backend | " + " | ".join(FAMILIES) + " |",
         "|---|" + "---|" * len(FAMILIES),

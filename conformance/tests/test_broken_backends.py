@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 from constrain_conformance import checks, corpus, paths
+from constrain_conformance.report import FAMILIES
 
 import constrain_api as ca
 
@@ -85,9 +86,22 @@ def broken_backend(defect: str) -> type:
         def compile(self, spec, vocab, **options):
             if defect == "compile-hangs":
                 time.sleep(30)
+            if defect == "refuses-schemas" and spec.kind == "json_schema":
+                raise ca.UnsupportedConstraint(self.name, "json schemas", "on purpose")
             return TamperedCompiled(ca.get("naive").compile(spec, vocab), defect)
 
     return Broken
+
+
+class Unbounded:
+    """A backend whose ``compile`` takes no options: neither ``max_states``
+    nor a time budget bounds it."""
+
+    name = "broken-unbounded"
+    capabilities = ca.get("naive").capabilities
+
+    def compile(self, spec, vocab):
+        return ca.get("naive").compile(spec, vocab, max_states=10**6)
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +160,26 @@ def test_the_intact_oracle_passes_the_same_checks(json_case, vocab, oracle):
     assert all(checks.reproduces(oracle, paths.natural(vocab, d)) for d in json_case.valid)
 
 
+def run_suite(pytester, backend: type, selection: str, *options: str):
+    """Run the conformance suite on ``backend`` (registered for the run) for
+    the tests ``-k selection`` selects; pytest's result."""
+    unregister = ca.register(backend)
+    try:
+        return pytester.runpytest_inprocess(
+            "--pyargs",
+            "constrain_conformance.suite",
+            "--backend",
+            backend.name,
+            "-k",
+            selection,
+            *options,
+            "-p",
+            "no:cacheprovider",
+        )
+    finally:
+        unregister()
+
+
 @pytest.mark.parametrize(
     ("defect", "failing_test"),
     [
@@ -157,20 +191,7 @@ def test_the_intact_oracle_passes_the_same_checks(json_case, vocab, oracle):
     ],
 )
 def test_the_suite_run_by_pytest_fails_broken_backends(pytester, defect, failing_test):
-    unregister = ca.register(broken_backend(defect))
-    try:
-        result = pytester.runpytest_inprocess(
-            "--pyargs",
-            "constrain_conformance.suite",
-            "--backend",
-            f"broken-{defect}",
-            "-k",
-            f"{failing_test} and json",
-            "-p",
-            "no:cacheprovider",
-        )
-    finally:
-        unregister()
+    result = run_suite(pytester, broken_backend(defect), f"{failing_test} and json")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1, result.stdout.str()[-2000:]
 
@@ -178,23 +199,9 @@ def test_the_suite_run_by_pytest_fails_broken_backends(pytester, defect, failing
 def _matrix_of_a_timeout(pytester, tmp_path, defect: str, selection: str):
     """Run the suite on ``broken-<defect>`` with a 0.5 s case timeout:
     (pytest's outcomes, the matrix it wrote)."""
-    unregister = ca.register(broken_backend(defect))
     report = tmp_path / "matrix.md"
-    try:
-        result = pytester.runpytest_inprocess(
-            "--pyargs",
-            "constrain_conformance.suite",
-            "--backend",
-            f"broken-{defect}",
-            "-k",
-            selection,
-            "--conformance-timeout=0.5",
-            f"--conformance-report={report}",
-            "-p",
-            "no:cacheprovider",
-        )
-    finally:
-        unregister()
+    options = ("--conformance-timeout=0.5", f"--conformance-report={report}")
+    result = run_suite(pytester, broken_backend(defect), selection, *options)
     return result.parseoutcomes(), report.read_text()
 
 
@@ -224,27 +231,40 @@ def test_max_steps_bounds_the_mask_comparison_and_the_matrix_says_so(pytester, t
     """``--conformance-max-steps`` compares only the first tokens of each path:
     a defect past the bound goes unseen there (and the matrix says the bound),
     while the unbounded run catches it."""
-    unregister = ca.register(broken_backend("allows-forbidden-late"))
+    backend = broken_backend("allows-forbidden-late")
+    selection = "test_masks_match_the_oracle and date-time and bytes"
     outcomes, texts = [], []
-    try:
-        for bound in ("0", "4"):
-            report = tmp_path / f"matrix-{bound}.md"
-            result = pytester.runpytest_inprocess(
-                "--pyargs",
-                "constrain_conformance.suite",
-                "--backend",
-                "broken-allows-forbidden-late",
-                "-k",
-                "test_masks_match_the_oracle and date-time and bytes",
-                f"--conformance-max-steps={bound}",
-                f"--conformance-report={report}",
-                "-p",
-                "no:cacheprovider",
-            )
-            outcomes.append(result.parseoutcomes())
-            texts.append(report.read_text())
-    finally:
-        unregister()
+    for bound in ("0", "4"):
+        report = tmp_path / f"matrix-{bound}.md"
+        options = (f"--conformance-max-steps={bound}", f"--conformance-report={report}")
+        result = run_suite(pytester, backend, selection, *options)
+        outcomes.append(result.parseoutcomes())
+        texts.append(report.read_text())
     assert outcomes[0].get("failed", 0) >= 1, outcomes[0]
     assert outcomes[1].get("failed", 0) == 0 and outcomes[1].get("passed", 0) >= 1, outcomes[1]
     assert "first 4 tokens" in texts[1] and "first" not in texts[0].split("|")[0]
+
+
+def test_refusals_are_counted_in_the_matrix_not_shown_as_passes(pytester, tmp_path):
+    """A backend that refuses a kind it declares: its checks skip, and the
+    matrix cell says how many were refused instead of a bare pass."""
+    report = tmp_path / "matrix.md"
+    selection = "test_masks_match_the_oracle and natural and (person-schema or json-string)"
+    options = (f"--conformance-report={report}",)
+    result = run_suite(pytester, broken_backend("refuses-schemas"), selection, *options)
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("skipped", 0) >= 1 and outcomes.get("passed", 0) >= 1, outcomes
+    row = next(line for line in report.read_text().splitlines() if "`broken-refuses" in line)
+    cells = [c.strip() for c in row.split("|")[2:-1]]
+    schema_cell = cells[FAMILIES.index("json_schema")]
+    assert "refused" in schema_cell and "pass" not in schema_cell, row
+    assert all("refused" not in c for i, c in enumerate(cells) if FAMILIES[i] != "json_schema"), row
+
+
+def test_a_backend_with_no_compile_bound_fails_the_limit_check(pytester):
+    """``test_compile_limit_is_enforced`` must not skip a backend that takes
+    neither ``max_states`` nor ``max_seconds``: it fails."""
+    result = run_suite(pytester, Unbounded, "test_compile_limit_is_enforced")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 1 and not outcomes.get("skipped"), outcomes
+    assert "neither max_states nor max_seconds" in result.stdout.str()

@@ -40,21 +40,32 @@ _COMPILED: dict = {}
 
 @pytest.fixture
 def compiled_pair(backend_spec, backend, oracle, vocab, case, record):
-    """(backend's Compiled, oracle's Compiled) for this case; skips, recorded as
-    unsupported, what the backend's capabilities exclude or it refuses."""
+    """(backend's Compiled, oracle's Compiled) for this case. Skips what the
+    backend's capabilities exclude (recorded ``unsupported``), what it refuses
+    to compile (``refused``: a kind it declares, yet ``UnsupportedConstraint``
+    or ``CompileLimitExceeded``) and what only the oracle refuses
+    (``unjudged``: nothing to compare with); the matrix counts each."""
     if not backend.capabilities.supports(case.spec.kind):
         record("unsupported")
         pytest.skip(f"{backend_spec} does not support {case.spec.kind} (its Capabilities)")
     key = (str(backend_spec), case.name, vocab.fingerprint)
     if key not in _COMPILED:
         try:
-            _COMPILED[key] = (backend.compile(case.spec, vocab), oracle.compile(case.spec, vocab))
+            mine = backend.compile(case.spec, vocab)
         except (ca.UnsupportedConstraint, ca.CompileLimitExceeded) as e:
-            _COMPILED[key] = e
+            _COMPILED[key] = ("refused", e)
+        else:
+            try:
+                _COMPILED[key] = (mine, oracle.compile(case.spec, vocab))
+            except (ca.UnsupportedConstraint, ca.CompileLimitExceeded) as e:
+                _COMPILED[key] = ("unjudged", e)
     value = _COMPILED[key]
-    if isinstance(value, ca.UnsupportedConstraint | ca.CompileLimitExceeded):
-        record("unsupported")
-        pytest.skip(f"{backend_spec} refused {case.name}: {value}")
+    if value[0] == "refused":
+        record("refused")
+        pytest.skip(f"{backend_spec} refused {case.name}: {value[1]}")
+    if value[0] == "unjudged":
+        record("unjudged")
+        pytest.skip(f"the oracle refused {case.name}, nothing to compare with: {value[1]}")
     return value
 
 
@@ -76,6 +87,10 @@ def record(request: pytest.FixtureRequest, backend_spec: BackendSpec):
         request.node.stash[LAST_OUTCOME] = outcome
         if outcome == "unsupported":
             row.unsupported += 1
+        elif outcome == "refused":
+            row.refused += 1
+        elif outcome == "unjudged":
+            row.unjudged += 1
         elif outcome == "pass":
             row.passed += 1
         else:

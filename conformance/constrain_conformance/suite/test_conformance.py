@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
@@ -194,17 +195,40 @@ def test_backreference_is_refused(backend, vocab, record):
 EXPLODING = ca.Regex("(a|b)*a(a|b){16}")
 
 
+#: The ``max_seconds`` bound a backend without ``max_states`` is given, and
+#: the slack allowed past it (a compile checks its budget between steps).
+BUDGET_S, BUDGET_SLACK_S = 2.0, 1.0
+
+
 def test_compile_limit_is_enforced(backend, backend_spec, vocab, record):
-    """``max_states`` (the conventional compile option) bounds compilation:
-    ``CompileLimitExceeded``, not an hour of work or an out-of-memory kill."""
+    """Compilation is bounded. With ``max_states=1000`` (the conventional
+    compile option) the exploding regex raises ``CompileLimitExceeded``, not
+    an hour of work or an out-of-memory kill. A backend without that option
+    (an engine that builds its automata lazily) is given the core's time
+    budget instead, ``max_seconds``: it must refuse or finish within it. A
+    backend that takes neither option fails: nothing bounds its compiles."""
     if not backend.capabilities.supports("regex"):
         pytest.skip("no regex support")
     try:
         backend.compile(EXPLODING, vocab, max_states=1000)
-    except TypeError as e:
-        pytest.skip(f"{backend_spec} has no max_states compile option ({e})")
     except ca.CompileLimitExceeded:
         record("pass")
         return
-    record("fail")
-    pytest.fail(f"{backend_spec} compiled a 131,072-state automaton despite max_states=1000")
+    except TypeError:
+        pass  # no max_states option: the time budget must bound it
+    else:
+        record("fail")
+        pytest.fail(f"{backend_spec} compiled a 131,072-state automaton despite max_states=1000")
+    start = time.perf_counter()
+    try:
+        backend.compile(EXPLODING, vocab, max_seconds=BUDGET_S)
+    except ca.CompileLimitExceeded:
+        pass
+    except TypeError as e:
+        record("fail")
+        pytest.fail(f"{backend_spec} takes neither max_states nor max_seconds: {e}")
+    elapsed = time.perf_counter() - start
+    if elapsed > BUDGET_S + BUDGET_SLACK_S:
+        record("fail")
+        pytest.fail(f"{backend_spec} ran {elapsed:.1f} s past max_seconds={BUDGET_S}")
+    record("pass")
