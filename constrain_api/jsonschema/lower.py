@@ -29,7 +29,7 @@ import jsonschema
 import referencing
 import referencing.jsonschema
 
-from ..automata import ByteDFA, dfa_to_regex
+from ..automata import ByteDFA, Literal, Node, dfa_to_regex
 from ..budget import checkpoint, is_budget_error
 from ..errors import CompileLimitExceeded, UnsupportedConstraint
 from . import formats, numbers, strings
@@ -104,6 +104,8 @@ _STRING_KEYWORDS = frozenset({"pattern", "minLength", "maxLength"})
 #: A referenced schema whose regular piece is shorter than this is inlined in
 #: grammar mode (no rule of its own).
 _INLINE_CHARS = 2000
+#: The most listed values a schema is decided by (see ``_Lowerer._finite``).
+_MAX_FINITE = 10_000
 
 
 class Lowerer:
@@ -177,6 +179,9 @@ class Lowerer:
     # ---------------------------------------------------------- structure
 
     def _lower(self, s: dict, where: str) -> Expr:
+        finite = self._finite(s, where)
+        if finite is not None:
+            return finite
         if "$ref" in s:
             ref = s.pop("$ref")
             target = self._target(ref, where)
@@ -213,6 +218,28 @@ class Lowerer:
         if "enum" in s or "const" in s:
             return self._enum(s, where)
         return either(*(self._typed(t, s, where) for t in _TYPES if t in self._types(s)))
+
+    def _finite(self, s: dict, where: str) -> Expr | None:
+        """A schema that lists its values (``enum``/``const``, beside or in a
+        branch of ``allOf``) is those of them the whole schema accepts, each
+        decided by the ``jsonschema`` validator: exact whatever the other
+        keywords (``not``, ``if``, ``dependencies``, ...). ``None`` when ``s``
+        lists no values, holds the lowering's own markers, or the validator
+        cannot judge it (the lowering then goes on as usual)."""
+        branches = [s, *(b for b in s.get("allOf", ()) if isinstance(b, dict))]
+        lists = [_enum_values(b, None) for b in branches if "enum" in b or "const" in b]
+        rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
+        if not lists or not _validating(rest) or _has_marker(s):
+            return None  # (nothing to decide, or the usual path decides it alike)
+        values = min(lists, key=len)
+        if len(values) > _MAX_FINITE:
+            return None
+        try:
+            validator = self._validator_for(s)
+            values = [v for v in values if validator.is_valid(v)]
+        except Exception:  # unresolvable reference, unusable keyword
+            return None
+        return either(*(self.literal(v) for v in values))
 
     def _types(self, s: dict) -> set[str]:
         names = _types_of(s)
@@ -566,7 +593,7 @@ class Lowerer:
         if isinstance(value, int | float):
             return Rx(_number_literal(value))
         if isinstance(value, str):
-            return Rx(strings.quote(value))
+            return _quoted_name(value)
         ws = self.ws
         if isinstance(value, list):
             items = [cat(self.literal(v), ws) for v in value]
@@ -577,7 +604,7 @@ class Lowerer:
         members = []
         for i, (k, v) in enumerate(value.items()):
             sep = cat(Rx(","), ws) if i else EMPTY
-            members.append(cat(sep, Rx(strings.quote(k)), ws, Rx(":"), ws, self.literal(v), ws))
+            members.append(cat(sep, _quoted_name(k), ws, Rx(":"), ws, self.literal(v), ws))
         return cat(Rx("\\{"), ws, *members, Rx("\\}"))
 
     # --------------------------------------------------------------- types
@@ -636,7 +663,7 @@ class Lowerer:
         if "__not_strings__" in s:
             if "pattern" in s or fmt or lo or hi is not None:
                 raise _unsupported("not enum", where, "with other string keywords")
-            return Rx(strings.string_not_in(s["__not_strings__"]))
+            return _quoted_rx(strings.string_not_in_piece(s["__not_strings__"]))
         if fmt is not None:
             if "pattern" in s:
                 raise _unsupported(f"format {fmt!r} with pattern", where, "their conjunction")
@@ -747,7 +774,7 @@ class Lowerer:
                 if name in required:
                     return NOTHING
                 continue
-            member = cat(Rx(quoted), ws, Rx(":"), ws, value, ws)
+            member = cat(_quoted_name(name, quoted), ws, Rx(":"), ws, value, ws)
             entries.append((member, name in required))
         extras = self._extra_members(names, patterns, additional, where)
         lo, hi = _count(s, "minProperties", 0), _count(s, "maxProperties")
@@ -808,7 +835,7 @@ class Lowerer:
             value = self.lower(additional, join_pointer(where, "additionalProperties"))
             if value == NOTHING:
                 return None
-            return self._member(Rx(strings.string_not_in(names)), value)
+            return self._member(_quoted_rx(strings.string_not_in_piece(names)), value)
         if len(patterns) > 4:
             raise _unsupported("patternProperties", where, "more than 4 patterns")
         limit = self.options.max_states
@@ -888,9 +915,35 @@ def _annotations(s: dict) -> set[str]:
     return {k for k in s if not _validating({k: s[k]})}
 
 
+def _has_marker(x: Any) -> bool:
+    """Whether ``x`` holds a key of the lowering's own (``__...``) anywhere."""
+    if isinstance(x, dict):
+        return any(
+            (isinstance(k, str) and k.startswith("__")) or _has_marker(v) for k, v in x.items()
+        )
+    if isinstance(x, list):
+        return any(_has_marker(v) for v in x)
+    return False
+
+
 def _validating(s: dict) -> bool:
     """Whether any keyword of ``s`` can reject a value."""
     return any(k in _HANDLED or k in _REFUSED or k.startswith("__") for k in s)
+
+
+def _quoted_name(name: str, quoted: str | None = None) -> Rx:
+    """Exactly the JSON spelling of ``name`` (``quoted``: its regex, if known)."""
+    text = strings.quote(name) if quoted is None else quoted
+    if text == NOTHING.text:
+        return NOTHING  # (a lone surrogate: no UTF-8 spelling)
+    return Rx(text, node=Literal(json.dumps(name, ensure_ascii=False)))
+
+
+def _quoted_rx(piece: tuple[str, Node]) -> Rx:
+    """A quoted-string piece from its regex and AST (never nullable; the AST
+    spares parsing the text back)."""
+    text, node = piece
+    return NOTHING if text == NOTHING.text else Rx(text, node=node)
 
 
 def _count(s: dict, key: str, default: int | None = None) -> int | None:

@@ -111,6 +111,7 @@ __all__ = [
     "pattern_regex",
     "quote",
     "string_not_in",
+    "string_not_in_piece",
     "string_regex",
 ]
 
@@ -118,6 +119,7 @@ _BACKEND = "json_schema"
 _VOID = CharSet(())
 _ANY = CharSet.any()
 _SIGMA_STAR = Repeat(_ANY, 0, None)
+_QUOTE = Literal('"')
 #: Python ``re`` counts must stay below its MAXREPEAT; ECMA's may be larger.
 _MAX_COUNT = 1_000_000_000
 
@@ -198,10 +200,17 @@ def _check_size(text: str, max_size: int, what: str) -> str:
 
 def _quoted(node: Node, max_size: int, what: str) -> str:
     """``"`` + the encoded node + ``"`` (the empty language as ``NOTHING_TEXT``)."""
-    body = to_regex(encode_node(node))
+    return _quoted_piece(node, max_size, what)[0]
+
+
+def _quoted_piece(node: Node, max_size: int, what: str) -> tuple[str, Node]:
+    """:func:`_quoted`'s text and its AST (so a caller need not parse the text back)."""
+    encoded = encode_node(node)
+    body = to_regex(encoded)
     if body == NOTHING_TEXT:
-        return NOTHING_TEXT
-    return _check_size(f'"{body}"', max_size, what)
+        return NOTHING_TEXT, CharSet(())
+    text = _check_size(f'"{body}"', max_size, what)
+    return text, seq(_QUOTE, encoded, _QUOTE)
 
 
 def _has_surrogate(s: str) -> bool:
@@ -266,6 +275,12 @@ def string_not_in(excluded: Iterable[str], *, max_size: int = 20000) -> str:
     one piece, not a copy per trie node (the subset construction of the
     property names of a Kubernetes object went from 1,160 states to 150).
     """
+    return string_not_in_piece(excluded, max_size=max_size)[0]
+
+
+def string_not_in_piece(excluded: Iterable[str], *, max_size: int = 20000) -> tuple[str, Node]:
+    """:func:`string_not_in`'s regex and its AST (the same language; a caller
+    that keeps the AST spares parsing the text back)."""
     excluded = frozenset(excluded)
     for s in excluded:
         if not isinstance(s, str):
@@ -274,8 +289,8 @@ def string_not_in(excluded: Iterable[str], *, max_size: int = 20000) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _string_not_in(excluded: frozenset[str], max_size: int) -> str:
-    """:func:`string_not_in` of a checked set (cached: an object's other
+def _string_not_in(excluded: frozenset[str], max_size: int) -> tuple[str, Node]:
+    """:func:`string_not_in_piece` of a checked set (cached: an object's other
     member names are met by each of the lowering's two passes)."""
     root: dict = {}
     for s in excluded:
@@ -286,7 +301,8 @@ def _string_not_in(excluded: frozenset[str], max_size: int) -> str:
             node = node.setdefault(ch, {})
         node[None] = True  # an excluded word ends here
     if not root:
-        return string_regex(max_size=max_size)
+        any_string = seq(_QUOTE, repeat(encode_node(_ANY), 0, None), _QUOTE)
+        return string_regex(max_size=max_size), any_string
     try:
         return _not_in_regex(root, max_size, gather_wide=True)
     except CompileLimitExceeded as e:
@@ -298,8 +314,9 @@ def _string_not_in(excluded: frozenset[str], max_size: int) -> str:
     return _not_in_regex(root, max_size, gather_wide=False)
 
 
-def _not_in_regex(root: dict, max_size: int, *, gather_wide: bool) -> str:
-    """The quoted strings that leave the trie ``root`` or end off its words."""
+def _not_in_regex(root: dict, max_size: int, *, gather_wide: bool) -> tuple[str, Node]:
+    """The quoted strings that leave the trie ``root`` or end off its words
+    (regex and AST)."""
     try:
         diverge, paths, wide_paths, ends = _not_in(root, gather_wide)
     except RecursionError:
@@ -309,7 +326,7 @@ def _not_in_regex(root: dict, max_size: int, *, gather_wide: bool) -> str:
     leave = alt(diverge, seq(paths, _SPECIAL), seq(wide_paths, _NON_ASCII))
     node = alt(seq(leave, _SIGMA_STAR), ends)
     try:
-        return _quoted(node, max_size, "the strings other than the excluded ones")
+        return _quoted_piece(node, max_size, "the strings other than the excluded ones")
     except RecursionError:
         raise CompileLimitExceeded(
             "regex_size", max_size, None, "the excluded strings are too long"

@@ -221,6 +221,74 @@ def test_not_of_string_keywords_is_the_strings_that_fail_them(schema, instances)
         assert accepts(text) == validator.is_valid(instance), (schema, text)
 
 
+FINITE_CASES = [
+    (
+        {
+            "allOf": [
+                {"enum": [1, 2, 3, "a", [1], {"a": 1}]},
+                {"not": {"type": "integer", "minimum": 2}},
+            ]
+        },
+        [1, 2, 3, "a", [1], {"a": 1}, 4, "b", 1.0],
+    ),
+    (
+        {"enum": [{"a": 1}, {"a": 1, "b": 2}, {"b": 2}, {}], "dependentRequired": {"a": ["b"]}},
+        [{"a": 1}, {"a": 1, "b": 2}, {"b": 2}, {}, {"a": 2, "b": 2}],
+    ),
+    (
+        {"enum": ["x", "yy", 3, None], "if": {"type": "string"}, "then": {"minLength": 2}},
+        ["x", "yy", 3, None, "zz", 4],
+    ),
+    (
+        {"enum": [[1, 1], [1, 2], [], [True, 1]], "uniqueItems": True},
+        [[1, 1], [1, 2], [], [True, 1], [2, 2], [1]],
+    ),
+    (
+        {
+            "type": "object",
+            "properties": {"p": {"allOf": [{"const": 1}, {"not": {"multipleOf": 2}}]}},
+            "additionalProperties": {"allOf": [{"enum": [1, 2]}, {"not": {"const": 1}}]},
+        },
+        [{"p": 1}, {"p": 2}, {"q": 2}, {"q": 1}, {}, {"p": 1, "q": 2}],
+    ),
+    (
+        {
+            "$defs": {"small": {"maximum": 1}},
+            "enum": [0, 1, 2, "s"],
+            "not": {"$ref": "#/$defs/small"},
+        },
+        [0, 1, 2, "s", 3],
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "instances"), FINITE_CASES)
+def test_a_schema_that_lists_its_values_is_decided_value_by_value(schema, instances):
+    """``enum``/``const`` beside (or in an ``allOf`` branch with) keywords the
+    lowering cannot express otherwise (``not``, ``if``, ``dependentRequired``,
+    ``uniqueItems``): the language is the listed values the whole schema
+    accepts. Judged by the ``jsonschema`` validator on the listed values and
+    on values next to them."""
+    import json
+
+    import jsonschema
+
+    _, accepts = language(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    verdicts = []
+    for instance in instances:
+        text = json.dumps(instance, ensure_ascii=False, separators=(",", ":"))
+        assert accepts(text) == validator.is_valid(instance), (schema, text)
+        verdicts.append(validator.is_valid(instance))
+    assert any(verdicts) and not all(verdicts)  # (each case has both kinds)
+
+
+def test_listed_values_none_of_which_pass_are_the_empty_language():
+    schema = {"allOf": [{"enum": [1, 2]}, {"not": {"type": "integer"}}]}
+    with pytest.raises(ConstraintError, match="no JSON value satisfies"):
+        lower_json_schema(JsonSchema(schema))
+
+
 def test_not_of_other_string_schemas_is_still_refused():
     for schema in [
         {"not": {"type": ["string", "null"], "pattern": "a"}},

@@ -30,6 +30,7 @@ from constrain_api.jsonschema.strings import (
     pattern_regex,
     quote,
     string_not_in,
+    string_not_in_piece,
     string_regex,
 )
 from constrain_api.shared import shared_file
@@ -466,6 +467,9 @@ def test_string_not_in(excluded: list[str]) -> None:
     # exactly: every canonical string but the excluded ones' spellings
     spelled = ByteDFA.from_strings(json.dumps(s, ensure_ascii=False).encode() for s in excluded)
     assert dfa(rx).same_language(dfa(string_regex()).difference(spelled))
+    # the AST handed to the lowering (which then skips parsing the text) is the same language
+    text, node = string_not_in_piece(excluded)
+    assert text == rx and ByteDFA.from_node(node).same_language(dfa(rx))
 
 
 def test_string_not_in_falls_back_to_the_shorter_spelling() -> None:
@@ -485,6 +489,8 @@ def test_string_not_in_falls_back_to_the_shorter_spelling() -> None:
     shorter = string_not_in(names, max_size=fits)
     assert len(shorter) <= fits < len(gathered)
     assert dfa(shorter).same_language(dfa(gathered))
+    text, node = string_not_in_piece(names, max_size=fits)
+    assert text == shorter and ByteDFA.from_node(node).same_language(dfa(shorter))
     with pytest.raises(CompileLimitExceeded):
         string_not_in(names, max_size=len(shorter) - 1)
 
