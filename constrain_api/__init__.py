@@ -8,7 +8,7 @@
 See ``docs/architecture.md`` for the layers and the protocol contracts.
 """
 
-from .automata import ByteDFA, parse_regex, utf8_sequences
+from .automata import ByteDFA, LazyDFA, parse_regex, utf8_sequences
 from .base import BaseCompiled, MatcherChecker, StateChecker, rejection_reason
 from .budget import (
     DEFAULT_MAX_MEMORY_MB,
@@ -106,6 +106,7 @@ __all__ = [
     "GrammarIR",
     "JsonSchema",
     "LRTable",
+    "LazyDFA",
     "MatcherChecker",
     "Options",
     "PluginError",

@@ -25,7 +25,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .automata import DEFAULT_MAX_STATES, ByteDFA, Node, parse_regex, quantifier_modes
+from .automata import (
+    DEFAULT_MAX_STATES,
+    ByteDFA,
+    LazyDFA,
+    Node,
+    parse_regex,
+    quantifier_modes,
+    regex_automaton,
+)
 from .budget import checkpoint
 from .errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from .specs import Grammar, compiled_lark_grammar
@@ -53,6 +61,16 @@ class Terminal:
         """The terminal's strings as a byte DFA."""
         dfa = ByteDFA.from_regex(self.pattern, max_states=max_states, node=self.node)
         return dfa.shortest() if self.shortest else dfa
+
+    def automaton(
+        self, *, max_states: int = DEFAULT_MAX_STATES, lazy: bool = False
+    ) -> ByteDFA | LazyDFA:
+        """:meth:`dfa`, or with ``lazy`` an automaton whose states are found
+        as a walk asks for them (``regex_automaton``: a ``LazyDFA`` or an
+        already built ``ByteDFA``; a shortest-match terminal is built whole)."""
+        if not lazy or self.shortest:
+            return self.dfa(max_states=max_states)
+        return regex_automaton(self.pattern, max_states=max_states, node=self.node)
 
 
 @dataclass(frozen=True)
@@ -94,15 +112,18 @@ class GrammarIR:
         """The rules of non-terminal ``lhs``."""
         return self._by_lhs.get(lhs, ())
 
-    def terminal_dfas(self, *, max_states: int = DEFAULT_MAX_STATES) -> dict[str, ByteDFA]:
+    def terminal_dfas(
+        self, *, max_states: int = DEFAULT_MAX_STATES, lazy: bool = False
+    ) -> dict[str, ByteDFA | LazyDFA]:
         """Every terminal's byte DFA by name (empty languages included); a
         malformed pattern or a DFA over ``max_states`` raises
-        ``ConstraintError``/``CompileLimitExceeded`` naming the terminal."""
-        dfas: dict[str, ByteDFA] = {}
+        ``ConstraintError``/``CompileLimitExceeded`` naming the terminal.
+        ``lazy``: automata built as walks ask (``Terminal.automaton``)."""
+        dfas: dict[str, ByteDFA | LazyDFA] = {}
         for name, terminal in self.terminals.items():
             checkpoint()
             try:
-                dfas[name] = terminal.dfa(max_states=max_states)
+                dfas[name] = terminal.automaton(max_states=max_states, lazy=lazy)
             except ConstraintError as e:
                 raise ConstraintError("grammar", f"terminal {name}: {e.message}", e.where) from e
             except CompileLimitExceeded as e:

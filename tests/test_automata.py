@@ -18,6 +18,7 @@ from constrain_api.automata import (
     ByteDFA,
     CharSet,
     Empty,
+    LazyDFA,
     Literal,
     Repeat,
     Seq,
@@ -928,3 +929,96 @@ def test_the_nfa_count_refuses_before_building():
     assert info.value.limit == "nfa_states" and info.value.bound == nfa_limit(100_000)
     assert info.value.value > 10**6 and "an engine" in str(info.value)
     assert 10 < check_nfa_size(parse_regex("a{10}"), limit=30) <= 30
+
+
+# ------------------------------------------------------------------ LazyDFA
+
+
+@SETTINGS
+@given(_regexes())
+def test_lazy_dfa_has_the_language_of_the_minimal_one(pattern: str) -> None:
+    """Found state by state, the automaton has the minimal DFA's language,
+    every state it finds is live (nothing for the trimming to drop), and
+    ``without_empty`` removes exactly the empty string."""
+    node = parse_regex(pattern)
+    eager = ByteDFA.from_node(node)
+    lazy = LazyDFA(node)
+    assert lazy.is_empty() == eager.is_empty()
+    assert lazy.accepts_empty() == eager.accepts_empty()
+    whole = lazy.to_dfa()
+    assert whole.num_states == lazy.num_states  # all reachable and live
+    assert whole.same_language(eager)
+    without = LazyDFA(node, without_empty=True)
+    assert without.nullable == eager.accepts_empty()
+    assert not without.accepts_empty()
+    assert without.to_dfa().same_language(eager.difference(ByteDFA.literal(b"")))
+
+
+def test_lazy_dfa_states_are_found_on_demand_and_dead_branches_are_dead() -> None:
+    # "ab" then a class with no character: no string continues it
+    node = Alt((Seq((Literal("ab"), CharSet(()))), Literal("ac"), Literal("x" * 50)))
+    lazy = LazyDFA(node)
+    assert lazy.num_states == 1  # only the start, before any row is read
+    after_a = lazy.rows[lazy.start][ord("a")]
+    assert after_a >= 0 and lazy.num_states < 10
+    assert lazy.rows[after_a][ord("b")] == -1  # a dead NFA branch is a dead byte
+    assert lazy.accept[lazy.rows[after_a][ord("c")]]
+    assert lazy.to_dfa().same_language(ByteDFA.from_strings([b"ac", b"x" * 50]))
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        '(?:"circle"|"square"|"triangle")(?:,[0-9]+)*',  # alternatives that end alike
+        "(?:ab|cb)(?:x(?:ab|cb))*",
+        '\\{(?:"a":1(?:,"b":2)?(?:,"c":3)?|"b":2(?:,"c":3)?|"c":3)?\\}',  # optional members
+    ],
+)
+def test_lazy_dfa_merges_what_remains_alike(pattern: str) -> None:
+    """States are sets of interned remainders, so the copies of a shared
+    continuation are one state: as many states as the minimal DFA here."""
+    node = parse_regex(pattern)
+    assert LazyDFA(node).complete().num_states == ByteDFA.from_node(node).num_states
+
+
+def test_lazy_dfa_keeps_counts_instead_of_copies() -> None:
+    """A counted repetition is one term with its counts: making the automaton
+    costs nothing per count, only the states a walk finds do."""
+    lazy = LazyDFA(parse_regex("(?:[a-z]+,){0,100000}"))
+    assert lazy.nfa_states < 50 and lazy.num_states == 1
+    q = lazy.start
+    for b in b"ab,cd,":
+        q = lazy.rows[q][b]
+    assert q >= 0 and lazy.accept[q] and lazy.num_states <= 6
+
+
+def test_lazy_dfa_stops_at_max_states_when_it_finds_one_too_many() -> None:
+    node = parse_regex("(a|b)*a(a|b){16}")  # minimal DFA: 2**17 states
+    lazy = LazyDFA(node, max_states=1000)
+    with pytest.raises(CompileLimitExceeded, match="states=1000"):
+        lazy.complete()
+    assert lazy.num_states == 1000
+
+
+def test_lazy_dfa_found_by_two_threads_at_once_is_one_automaton() -> None:
+    import threading
+
+    node = parse_regex("[a-f]{0,6}(?:x[0-9]+|y(?:ab|ac)*)")
+    shared, alone = LazyDFA(node), LazyDFA(node).complete()
+    walks = [bytes(c) for c in itertools.product(b"abxy09", repeat=5)]
+
+    def walk(order: list[bytes]) -> None:
+        for text in order:
+            q = shared.start
+            for b in text:
+                q = shared.rows[q][b]
+                if q < 0:
+                    break
+
+    threads = [threading.Thread(target=walk, args=(walks[i::2],)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert shared.to_dfa().same_language(alone.to_dfa())
+    assert shared.num_states == alone.num_states

@@ -137,6 +137,37 @@ def test_options_reach_the_budget(clock):
         backend.set_budget(max_minutes=1)
 
 
+def test_a_compile_pauses_the_garbage_collector_and_restores_it():
+    """The cyclic collector is off while a compilation builds its objects,
+    and as it was afterwards (on; or off when the caller had turned it off),
+    also when the compilation fails."""
+    import gc
+
+    vocab = ca.Vocabulary.from_list([b"</s>", b"a", b"b", b"ab"], eos=0)
+    backend = ca.get("naive")
+    seen = []
+
+    class Spy(type(backend.compiler(vocab))):
+        def compile_regular(self, language, spec, options):
+            seen.append(gc.isenabled())
+            return super().compile_regular(language, spec, options)
+
+    backend.compiler_class = Spy
+    backend.__dict__.pop("_compilers")
+    assert gc.isenabled()
+    backend.compile(ca.Regex("ab"), vocab)
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(ca.CompileLimitExceeded):
+        backend.compile(ca.Regex("(a|b)*a(a|b){12}"), vocab, max_states=100)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        backend.compile(ca.Regex("ab?"), vocab)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_a_large_automaton_stops_at_the_time_bound():
     """Subset construction checks the budget per state: 2^15 states of
     ``(a|b)*a(a|b){14}`` take seconds, the bound stops them (the error is

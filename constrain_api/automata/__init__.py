@@ -8,6 +8,9 @@
 * ``ByteDFA`` (``dfa``): deterministic automata over bytes — from a regex, an
   AST, strings; products, difference, complement; minimization; the
   shortest-match (prefix-free) reduction.
+* ``LazyDFA`` (``lazy``): the same subset construction, one state at a time
+  as a walk asks for it (not minimized); ``regex_automaton`` picks it or an
+  already built ``ByteDFA``.
 
 It knows regexes and automata only: which constraint becomes which automaton
 is ``constrain_api.lowering``'s business (it imports this, never the reverse).
@@ -15,6 +18,7 @@ is ``constrain_api.lowering``'s business (it imports this, never the reverse).
 
 from .dfa import DEFAULT_MAX_STATES, ByteDFA, check_nfa_size, nfa_limit
 from .elimination import dfa_to_node, dfa_to_regex
+from .lazy import LazyDFA, regex_automaton
 from .printer import to_regex
 from .regex import (
     MAX_CODE_POINT,
@@ -46,6 +50,7 @@ __all__ = [
     "Difference",
     "Empty",
     "Intersect",
+    "LazyDFA",
     "Literal",
     "Node",
     "Repeat",
@@ -58,6 +63,7 @@ __all__ = [
     "nullable",
     "parse_regex",
     "quantifier_modes",
+    "regex_automaton",
     "repeat",
     "seq",
     "to_regex",

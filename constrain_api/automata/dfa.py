@@ -894,6 +894,31 @@ class _NFA:
             cur = nxt
 
 
+def _segments(es: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset[int]]]:
+    """The byte line cut by the ranges of the edges ``es`` (``(lo, hi,
+    target)``): ``(lo, hi, targets)`` for each piece some edge covers."""
+    if len(es) == 1:
+        lo, hi, t = es[0]
+        return [(lo, hi, frozenset((t,)))]
+    if not es:
+        return []
+    points = sorted({p for lo, hi, _ in es for p in (lo, hi + 1)})
+    index = {p: k for k, p in enumerate(points)}
+    cover: list[list[int] | None] = [None] * (len(points) - 1)
+    for lo, hi, t in es:
+        for k in range(index[lo], index[hi + 1]):
+            lst = cover[k]
+            if lst is None:
+                cover[k] = [t]
+            else:
+                lst.append(t)
+    return [
+        (points[k], points[k + 1] - 1, frozenset(ts))
+        for k, ts in enumerate(cover)
+        if ts is not None
+    ]
+
+
 def _determinize(
     nfa: _NFA, start: int, final: int, max_states: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -964,27 +989,7 @@ def _determinize(
             es = edges[q]
         else:
             es = [e for q in members for e in edges[q]]
-        if len(es) == 1:
-            lo, hi, t = es[0]
-            segments = [(lo, hi, frozenset((t,)))]
-        elif es:
-            points = sorted({p for lo, hi, _ in es for p in (lo, hi + 1)})
-            index = {p: k for k, p in enumerate(points)}
-            cover: list[list[int] | None] = [None] * (len(points) - 1)
-            for lo, hi, t in es:
-                for k in range(index[lo], index[hi + 1]):
-                    lst = cover[k]
-                    if lst is None:
-                        cover[k] = [t]
-                    else:
-                        lst.append(t)
-            segments = [
-                (points[k], points[k + 1] - 1, frozenset(ts))
-                for k, ts in enumerate(cover)
-                if ts is not None
-            ]
-        else:
-            segments = []
+        segments = _segments(es)
         for lo, hi, key in segments:
             out_state.append(i)
             out_lo.append(lo)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
-from ..automata import DEFAULT_MAX_STATES, ByteDFA, Node, dfa_to_node
+from ..automata import DEFAULT_MAX_STATES, ByteDFA, LazyDFA, Node, dfa_to_node
 from ..errors import ConstraintError, UnsupportedConstraint
 from ..grammar import GrammarIR, Rule, Terminal
 
@@ -55,14 +55,15 @@ class ReducedGrammar:
     """A grammar in the shape grammar backends compile (see the module docstring).
 
     ``names``: the terminals used (by the rules or ``%ignore``), in the IR's
-    order; ``dfas``: their byte DFAs, by name; ``terminals``: their IR
+    order; ``dfas``: their byte DFAs, by name (``LazyDFA``s where the
+    reduction was asked for lazy automata); ``terminals``: their IR
     entries; ``rules``: ``(lhs, rhs)`` pairs, each deriving some string and
     reachable from ``start``; ``ignore``: the used names that are ``%ignore``d;
     ``nullable``: the used names whose DFA accepts the empty string."""
 
     start: str
     names: tuple[str, ...]
-    dfas: dict[str, ByteDFA]
+    dfas: dict[str, ByteDFA | LazyDFA]
     terminals: dict[str, Terminal]
     rules: tuple[RuleText, ...]
     ignore: frozenset[str]
@@ -93,17 +94,20 @@ class ContextFree:
 
     ir: GrammarIR
 
-    def reduce(self, *, max_states: int = DEFAULT_MAX_STATES) -> ReducedGrammar:
+    def reduce(self, *, max_states: int = DEFAULT_MAX_STATES, lazy: bool = False) -> ReducedGrammar:
         """The reduced grammar, terminals' DFAs bounded by ``max_states``
-        (built anew: ``lower``'s cache keeps no automaton)."""
-        return reduce_grammar(self.ir, max_states=max_states)
+        (built anew: ``lower``'s cache keeps no automaton); ``lazy``: the
+        terminals as automata whose states are found as a walk asks for
+        them (``LazyDFA``, or a ``ByteDFA`` already built)."""
+        return reduce_grammar(self.ir, max_states=max_states, lazy=lazy)
 
 
-def reduce_grammar(ir: GrammarIR, *, max_states: int = DEFAULT_MAX_STATES) -> ReducedGrammar:
+def reduce_grammar(
+    ir: GrammarIR, *, max_states: int = DEFAULT_MAX_STATES, lazy: bool = False
+) -> ReducedGrammar:
     """``ir`` reduced (see :class:`ReducedGrammar`)."""
-    dfas = {
-        name: dfa for name, dfa in ir.terminal_dfas(max_states=max_states).items() if dfa.num_states
-    }
+    automata = ir.terminal_dfas(max_states=max_states, lazy=lazy)
+    dfas = {name: dfa for name, dfa in automata.items() if not dfa.is_empty()}
     rules = reachable_rules(
         productive_rules(((r.lhs, r.rhs) for r in ir.rules), dfas, ir.start), ir.start
     )

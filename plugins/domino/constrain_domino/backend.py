@@ -65,13 +65,17 @@ class DominoCompiler(BaseCompiler):
         self.trie = TrieLevels(vocab)
 
     def compile_regular(self, language, spec, options) -> DominoCompiled:
-        """A regular language as a one-terminal grammar."""
-        dfa = language.dfa(max_states=options.max_states)
-        return self._compiled(spec, ScannerGrammar.from_dfa(dfa))
+        """A regular language as a one-terminal grammar (its automaton built
+        as decoding walks it, when it comes from a regex AST)."""
+        if language.node is not None:
+            scanner = ScannerGrammar.from_node(language.node, max_states=options.max_states)
+        else:
+            scanner = ScannerGrammar.from_dfa(language.dfa(max_states=options.max_states))
+        return self._compiled(spec, scanner)
 
     def compile_grammar(self, grammar, spec, options) -> DominoCompiled:
-        """The reduced grammar's terminals as the scanner's."""
-        reduced = grammar.reduce(max_states=options.max_states)
+        """The reduced grammar's terminals as the scanner's (lazy automata)."""
+        reduced = grammar.reduce(max_states=options.max_states, lazy=True)
         return self._compiled(spec, ScannerGrammar.from_reduced(reduced))
 
     def _compiled(self, spec, grammar: ScannerGrammar) -> DominoCompiled:
@@ -90,7 +94,9 @@ class DominoBackend(BaseBackend):
     """``domino``: exact with ``k=None`` (the default); ``k=0, 1, ...`` bound the lookahead.
 
     Options: ``max_states`` (also per ``compile``) bounds each terminal's
-    automaton; ``mask_cache`` the masks kept per compiled constraint."""
+    automaton, whose states are found as decoding walks them
+    (``CompileLimitExceeded`` from the step that finds one too many);
+    ``mask_cache`` the masks kept per compiled constraint."""
 
     name = "domino"
     compiler_class = DominoCompiler

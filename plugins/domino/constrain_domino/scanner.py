@@ -11,13 +11,18 @@ parser's business, not the scanner's: the scanner keeps them all.
 ``ScannerGrammar`` is a grammar in this shape: the terminals as trimmed
 byte DFAs (every state can still reach acceptance, so a live state is a
 viable prefix), the context-free rules over them, the ``%ignore``d ones.
+The automata are ``LazyDFA``s where they come from regexes: a state's
+transitions are found when a walk first reads them, so a compilation pays
+only for the states its decoding visits (not minimized: two positions may
+behave alike, which costs a tree, never a mask).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from constrain_api import ByteDFA, ReducedGrammar
+from constrain_api import ByteDFA, LazyDFA, ReducedGrammar
+from constrain_api.automata import Node
 
 #: The position before any byte: the next byte starts a terminal.
 BOUNDARY = (-1, 0)
@@ -30,13 +35,13 @@ class ScannerGrammar:
     """Terminals (names, DFAs), rules ``(lhs, rhs)``, ignored terminal indices, start."""
 
     names: list[str]
-    dfas: list[ByteDFA]
+    dfas: list[ByteDFA | LazyDFA]
     rules: list[tuple[str, tuple[str, ...]]]
     ignore: frozenset[int]
     start: str
 
     def __post_init__(self) -> None:
-        self.rows = [_Rows(d) for d in self.dfas]
+        self.rows = [d.rows if isinstance(d, LazyDFA) else _Rows(d) for d in self.dfas]
         self.accept = [d.accept for d in self.dfas]
         self.starts = [d.start for d in self.dfas]
         self.index = {name: i for i, name in enumerate(self.names)}
@@ -54,8 +59,25 @@ class ScannerGrammar:
 
     @property
     def positions(self) -> list[tuple[int, int]]:
-        """Every scanner position: ``BOUNDARY`` and each terminal's states."""
+        """Every scanner position: ``BOUNDARY`` and each terminal's states
+        (a lazy automaton's all found first)."""
+        for d in self.dfas:
+            if isinstance(d, LazyDFA):
+                d.complete()
         return [BOUNDARY] + [(t, q) for t, d in enumerate(self.dfas) for q in range(d.num_states)]
+
+    @classmethod
+    def from_node(cls, node: Node, *, max_states: int) -> ScannerGrammar:
+        """A regular language (a regex AST) as a one-terminal grammar with a
+        lazy automaton (the empty string, if in the language, as an empty
+        rule: terminals never match it)."""
+        dfa = LazyDFA(node, max_states=max_states, without_empty=True)
+        rules = [("start", (REGEX_TERMINAL,))]
+        if dfa.nullable:
+            rules.append(("start", ()))
+            if dfa.is_empty():  # the empty string only
+                return cls([], [], [("start", ())], frozenset(), "start")
+        return cls([REGEX_TERMINAL], [dfa], rules, frozenset(), "start")
 
     @classmethod
     def from_dfa(cls, dfa: ByteDFA) -> ScannerGrammar:

@@ -171,8 +171,12 @@ def test_errors(vocab):
         domino.compile(ca.Grammar('start: A "b"\nA: /a*/'), vocab)
     with pytest.raises(ca.ConstraintError):
         domino.compile(ca.Grammar("start: undefined"), vocab)
-    with pytest.raises(ca.CompileLimitExceeded):
-        domino.compile(ca.Regex("(a|b)*a(a|b){16}"), vocab, max_states=1000)
+    # automata are built as decoding walks them: max_states stops the walk
+    # that finds one state too many (the minimal DFA has 131,072)
+    exploding = domino.compile(ca.Regex("(a|b)*a(a|b){16}"), vocab, max_states=1000)
+    assert exploding.stats.states <= 1000
+    with pytest.raises(ca.CompileLimitExceeded, match="states=1000"):
+        exploding.precompute()
     with pytest.raises(ca.UnsupportedConstraint):
         domino.compile(ca.Where("len(x) < 3"), vocab)
     with pytest.raises(ValueError):

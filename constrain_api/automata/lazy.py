@@ -1,0 +1,375 @@
+"""A byte DFA built on demand: subset construction over the regex's partial
+derivatives, one state at a time, as a walk asks for it.
+
+``ByteDFA.from_node`` determinizes and minimizes a whole regex before
+anything can use it; a backend that only walks the states a decoding visits
+(``domino``'s scanner) pays for thousands of states it never meets, on
+every schema not seen before. ``LazyDFA`` computes a state's transitions
+the first time ``rows[state]`` is read.
+
+Its states are sets of *terms*: what is left of the regex after the bytes
+read so far (Antimirov's partial derivatives, over UTF-8 bytes: a character
+class is the alternation of its byte-range sequences, a counted repetition
+keeps its counts, ``Intersect``/``Difference`` embed their minimal
+automaton). Terms are interned by structure, so two ways of reaching the
+same remainder are one term: the copies of a shared continuation that a
+Thompson NFA keeps apart (an object's remaining members after each optional
+one) are one state here, as in the minimal DFA. Every term has some string
+(void pieces are dropped as terms are made), so every state found is live
+and ``-1`` means dead, as in a ``ByteDFA``. Not minimized otherwise.
+
+Thread-safe: states are found under a lock, and a row, once in ``rows``,
+never changes.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..budget import checkpoint
+from ..caching import ContentCache, core_cache
+from ..errors import CompileLimitExceeded
+from . import regex as rx
+from .dfa import (
+    _REGEX_AUTOMATA,
+    DEFAULT_MAX_STATES,
+    ByteDFA,
+    _segments,
+    _states_exceeded,
+    nfa_limit,
+)
+from .utf8 import utf8_sequences
+
+__all__ = ["LazyDFA", "regex_automaton"]
+
+_EPS = 0  # the term of the empty string
+
+
+class _Terms:
+    """Interned terms (``int`` ids), their nullability and linear forms.
+
+    A term is ``("e",)`` (the empty string), ``("r", lo, hi)`` (one byte in
+    a range), ``("s", a, b)`` (``a`` then ``b``), ``("a", ids)`` (any of),
+    ``("k", x, m, n)`` (``x`` ``m`` to ``n`` times, ``None``: unbounded) or
+    ``("d", k, q)`` (state ``q`` of embedded automaton ``k``). ``None``
+    stands for the empty language: constructors drop it, so every term has
+    some string. The *linear form* of a term is its ``(lo, hi, term)``
+    continuations: the term's strings starting with byte ``b`` are ``b``
+    followed by a continuation whose range holds ``b``.
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.ids: dict[tuple, int] = {("e",): _EPS}
+        self.defs: list[tuple] = [("e",)]
+        self.nullable: list[bool] = [True]
+        self.forms: list[tuple | None] = [()]
+        self.automata: list[ByteDFA] = []
+
+    def _make(self, key: tuple, nullable: bool) -> int:
+        t = self.ids.get(key)
+        if t is None:
+            t = len(self.defs)
+            if t >= self.limit:
+                raise CompileLimitExceeded(
+                    "nfa_states", self.limit, t, "the regex expands to too many terms"
+                )
+            self.ids[key] = t
+            self.defs.append(key)
+            self.nullable.append(nullable)
+            self.forms.append(None)
+        return t
+
+    def byte_range(self, lo: int, hi: int) -> int:
+        return self._make(("r", lo, hi), False)
+
+    def seq(self, a: int | None, b: int | None) -> int | None:
+        if a is None or b is None:
+            return None
+        if a == _EPS:
+            return b
+        if b == _EPS:
+            return a
+        d = self.defs[a]
+        if d[0] == "s":  # right-nested, so one sequence has one term
+            return self.seq(d[1], self.seq(d[2], b))
+        return self._make(("s", a, b), self.nullable[a] and self.nullable[b])
+
+    def alt(self, options: set[int]) -> int | None:
+        if not options:
+            return None
+        if len(options) == 1:
+            return next(iter(options))
+        flat: set[int] = set()
+        for t in options:  # (nested alternatives are one)
+            d = self.defs[t]
+            flat.update(d[1]) if d[0] == "a" else flat.add(t)
+        key = frozenset(flat)
+        return self._make(("a", key), any(self.nullable[t] for t in key))
+
+    def rep(self, x: int | None, lo: int, hi: int | None) -> int | None:
+        if hi == 0 or x == _EPS:
+            return _EPS
+        if x is None:
+            return _EPS if lo == 0 else None
+        if self.nullable[x]:
+            lo = 0  # (x{m,n} is x{0,n} when x matches the empty string)
+        if (lo, hi) == (1, 1):
+            return x
+        return self._make(("k", x, lo, hi), lo == 0)
+
+    def automaton_state(self, k: int, q: int) -> int:
+        return self._make(("d", k, q), bool(self.automata[k].accepting[q]))
+
+    def form(self, t: int) -> tuple:
+        """The linear form of ``t`` (memoized)."""
+        f = self.forms[t]
+        if f is not None:
+            return f
+        d = self.defs[t]
+        op = d[0]
+        if op == "r":
+            f = ((d[1], d[2], _EPS),)
+        elif op == "s":
+            a, b = d[1], d[2]
+            f = tuple((lo, hi, self.seq(x, b)) for lo, hi, x in self.form(a))
+            if self.nullable[a]:
+                f += self.form(b)
+        elif op == "a":
+            f = tuple(item for option in d[1] for item in self.form(option))
+        elif op == "k":
+            x, lo, hi = d[1], d[2], d[3]
+            rest = self.rep(x, max(lo - 1, 0), None if hi is None else hi - 1)
+            f = tuple((a, b, self.seq(y, rest)) for a, b, y in self.form(x))
+        else:  # "d"
+            dfa, q = self.automata[d[1]], d[2]
+            row = dfa.table[q]
+            cuts = np.flatnonzero(np.diff(row)) + 1
+            starts = [0, *cuts.tolist()]
+            ends = [*(c - 1 for c in cuts.tolist()), 255]
+            f = tuple(
+                (lo, hi, self.automaton_state(d[1], int(target)))
+                for lo, hi, target in zip(starts, ends, row[starts].tolist(), strict=True)
+                if target >= 0
+            )
+        self.forms[t] = f
+        return f
+
+    # -- from the regex AST
+
+    def of_node(self, node: rx.Node, memo: dict) -> int | None:
+        """The term of ``node``'s UTF-8 strings (``None``: none)."""
+        t = memo.get(node, -1)
+        if t != -1:
+            return t
+        if isinstance(node, rx.Literal):
+            t = _EPS
+            for byte in reversed(node.text.encode()):
+                t = self.seq(self.byte_range(byte, byte), t)
+        elif isinstance(node, rx.CharSet):
+            t = self.alt(
+                {
+                    self._sequence([self.byte_range(lo, hi) for lo, hi in sq])
+                    for sq in utf8_sequences(node)
+                }
+            )
+        elif isinstance(node, rx.Seq):
+            t = _EPS
+            for part in reversed(node.parts):
+                t = self.seq(self.of_node(part, memo), t)
+                if t is None:
+                    break
+        elif isinstance(node, rx.Alt):
+            options = {self.of_node(option, memo) for option in node.options}
+            options.discard(None)
+            t = self.alt(options)
+        elif isinstance(node, rx.Empty):
+            t = _EPS
+        elif isinstance(node, rx.Repeat):
+            t = self.rep(self.of_node(node.node, memo), node.min, node.max)
+        elif isinstance(node, rx.Intersect | rx.Difference):
+            t = self._embedded(node)
+        else:
+            raise TypeError(f"not a regex AST node: {node!r}")
+        memo[node] = t
+        return t
+
+    def _sequence(self, parts: list[int]) -> int:
+        t = _EPS
+        for part in reversed(parts):
+            t = self.seq(part, t)
+        return t
+
+    def _embedded(self, node: rx.Intersect | rx.Difference) -> int | None:
+        """An ``Intersect``/``Difference`` node as its minimal automaton."""
+        left = ByteDFA.from_node(node.left)
+        right = ByteDFA.from_node(node.right)
+        dfa = left.intersect(right) if isinstance(node, rx.Intersect) else left.difference(right)
+        if dfa.is_empty():
+            return None
+        self.automata.append(dfa)
+        return self.automaton_state(len(self.automata) - 1, dfa.start)
+
+
+class _Rows(dict):
+    """``rows[state]``: the state's 256 successors (``-1``: dead), computed
+    on first read."""
+
+    __slots__ = ("_dfa",)
+
+    def __init__(self, dfa: LazyDFA):
+        super().__init__()
+        self._dfa = dfa
+
+    def __missing__(self, state: int) -> list[int]:
+        return self._dfa._expand(state)
+
+
+class LazyDFA:
+    """The DFA of a regex AST, its states found as they are asked for.
+
+    ``start`` (``-1`` for the empty language), ``rows[q][byte]`` (computed
+    on first read), ``accept[q]`` (known for every state found so far: a
+    state is found as the successor in some row before anyone can ask
+    whether it accepts), ``num_states`` (found so far). ``without_empty``
+    drops the empty string from the language (the start state is then a
+    state of its own, never accepting); ``nullable`` says whether the
+    regex's own language has it. ``CompileLimitExceeded`` when more
+    than ``max_states`` states are found (whenever that happens: at
+    construction for the NFA's size, later for the states).
+    """
+
+    def __init__(
+        self, node: rx.Node, *, max_states: int = DEFAULT_MAX_STATES, without_empty: bool = False
+    ):
+        self.max_states = max_states
+        self._terms = _Terms(nfa_limit(max_states))
+        try:
+            term = self._terms.of_node(node, {})
+        except RecursionError:
+            raise CompileLimitExceeded(
+                "nesting", 0, None, "the regex AST is nested too deeply"
+            ) from None
+        self._ids: dict[frozenset[int], int] = {}
+        self._sets: list[frozenset[int]] = []
+        self.accept: list[bool] = []
+        self.rows: dict[int, list[int]] = _Rows(self)
+        self._lock = threading.Lock()
+        first = frozenset() if term is None else frozenset((term,))
+        self.nullable = term is not None and self._terms.nullable[term]
+        if without_empty:
+            # a start state of its own: the same terms met later accept
+            self._sets.append(first)
+            self.accept.append(False)
+            empty = term is None or not self._terms.form(term)
+        else:
+            self._add(first)
+            empty = term is None
+        self.start = -1 if empty else 0
+
+    # -- the language
+
+    @property
+    def num_states(self) -> int:
+        """States found so far."""
+        return len(self._sets) if self.start >= 0 else 0
+
+    def is_empty(self) -> bool:
+        """Whether the language has no string."""
+        return self.start < 0
+
+    def accepts_empty(self) -> bool:
+        """Whether the language has the empty string."""
+        return self.start >= 0 and self.accept[self.start]
+
+    def complete(self) -> LazyDFA:
+        """Find every state (``CompileLimitExceeded`` past ``max_states``)."""
+        q = 0
+        while self.start >= 0 and q < len(self._sets):
+            self.rows[q]
+            q += 1
+        return self
+
+    def to_dfa(self) -> ByteDFA:
+        """The whole automaton as a (trimmed, not minimized) ``ByteDFA``."""
+        if self.start < 0:
+            return ByteDFA.empty()
+        self.complete()
+        table = np.array([self.rows[q] for q in range(len(self._sets))], dtype=np.int32)
+        return ByteDFA(table, np.array(self.accept, dtype=bool), self.start)
+
+    # -- the construction
+
+    def _add(self, terms: frozenset[int]) -> int:
+        j = len(self._sets)
+        if j >= self.max_states:
+            raise _states_exceeded(self.max_states, j + 1, "the lazily built automaton")
+        self._ids[terms] = j
+        self._sets.append(terms)
+        nullable = self._terms.nullable
+        self.accept.append(any(nullable[t] for t in terms))
+        return j
+
+    def _expand(self, state: int) -> list[int]:
+        with self._lock:
+            row = dict.get(self.rows, state)
+            if row is not None:  # (another thread found it first)
+                return row
+            if not 0 <= state < len(self._sets):
+                raise IndexError(f"no state {state} found yet")
+            checkpoint()
+            form = self._terms.form
+            items = [item for t in self._sets[state] for item in form(t)]
+            row = [-1] * 256
+            for lo, hi, targets in _segments(items):
+                j = self._ids.get(targets)
+                if j is None:
+                    j = self._add(targets)
+                row[lo : hi + 1] = [j] * (hi + 1 - lo)
+            dict.__setitem__(self.rows, state, row)
+            return row
+
+    @property
+    def nfa_states(self) -> int:
+        """The terms made so far (what an NFA's states are to a subset
+        construction)."""
+        return len(self._terms.defs)
+
+    def __repr__(self) -> str:
+        return f"LazyDFA(states found={self.num_states}, start={self.start})"
+
+
+def regex_automaton(
+    pattern: str, *, max_states: int = DEFAULT_MAX_STATES, node: rx.Node | None = None
+) -> ByteDFA | LazyDFA:
+    """The automaton of ``re.fullmatch(pattern, text)`` for a walk that
+    visits few of its states: the minimal ``ByteDFA`` when one was built
+    already (``ByteDFA.from_regex``'s cache), else a ``LazyDFA``, kept by
+    pattern when its NFA is small (the core cache ``"lazy regex automata"``:
+    the terminals every schema shares, with the states walks found in them). ``node``:
+    ``pattern``'s AST if the caller has it."""
+    key = (pattern, max_states, False)
+    dfa = _REGEX_AUTOMATA.get(key)
+    if dfa is not None:
+        return dfa
+    lazy = _LAZY.get(key)
+    if lazy is None:
+        lazy = LazyDFA(node if node is not None else rx.parse_regex(pattern), max_states=max_states)
+        if lazy.nfa_states <= _SHARED_NFA_STATES:
+            _LAZY.put(key, lazy)
+    return lazy
+
+
+#: ``regex_automaton`` keeps the lazy automata of NFAs up to this size: the
+#: terminals schemas share are small; a schema's own large ones are not.
+_SHARED_NFA_STATES = 20_000
+
+#: ``regex_automaton``'s lazy automata by (pattern, max_states): at most 512,
+#: and about 64 MiB of NFA when they were made (the states found later are
+#: not counted).
+_LAZY: ContentCache[LazyDFA] = core_cache(
+    "lazy regex automata",
+    ContentCache(512, sizeof=lambda d: 200 * d.nfa_states, max_bytes=64 << 20),
+)
