@@ -992,6 +992,21 @@ def test_lazy_dfa_keeps_counts_instead_of_copies() -> None:
     assert q >= 0 and lazy.accept[q] and lazy.num_states <= 6
 
 
+def test_a_lazy_dfa_nobody_holds_is_freed_without_a_collection() -> None:
+    import gc
+    import weakref
+
+    lazy = LazyDFA(parse_regex("[a-z]+@[a-z]+"))
+    lazy.rows[lazy.start]
+    ref = weakref.ref(lazy)
+    gc.disable()
+    try:
+        del lazy
+        assert ref() is None  # (no reference cycle: freed by its count)
+    finally:
+        gc.enable()
+
+
 def test_lazy_dfa_stops_at_max_states_when_it_finds_one_too_many() -> None:
     node = parse_regex("(a|b)*a(a|b){16}")  # minimal DFA: 2**17 states
     lazy = LazyDFA(node, max_states=1000)

@@ -25,6 +25,7 @@ never changes.
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
@@ -221,10 +222,15 @@ class _Rows(dict):
 
     def __init__(self, dfa: LazyDFA):
         super().__init__()
-        self._dfa = dfa
+        # a weak reference: no cycle, so an automaton nobody holds is freed
+        # at once, not by a later collection of the whole heap
+        self._dfa = weakref.ref(dfa)
 
     def __missing__(self, state: int) -> list[int]:
-        return self._dfa._expand(state)
+        dfa = self._dfa()
+        if dfa is None:
+            raise ReferenceError("the automaton of these rows is gone")
+        return dfa._expand(state)
 
 
 class LazyDFA:
@@ -366,10 +372,10 @@ def regex_automaton(
 #: terminals schemas share are small; a schema's own large ones are not.
 _SHARED_NFA_STATES = 20_000
 
-#: ``regex_automaton``'s lazy automata by (pattern, max_states): at most 512,
+#: ``regex_automaton``'s lazy automata by (pattern, max_states): at most 128,
 #: and about 64 MiB of NFA when they were made (the states found later are
 #: not counted).
 _LAZY: ContentCache[LazyDFA] = core_cache(
     "lazy regex automata",
-    ContentCache(512, sizeof=lambda d: 200 * d.nfa_states, max_bytes=64 << 20),
+    ContentCache(128, sizeof=lambda d: 200 * d.nfa_states, max_bytes=64 << 20),
 )
