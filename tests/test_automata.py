@@ -992,6 +992,13 @@ def test_lazy_dfa_keeps_counts_instead_of_copies() -> None:
     assert q >= 0 and lazy.accept[q] and lazy.num_states <= 6
 
 
+def test_lazy_dfa_of_a_long_literal_in_a_repetition() -> None:
+    """Sequences are re-nested without recursion: a 3,000-byte literal
+    under a counted repetition (a long enum value in an array) works."""
+    node = parse_regex("(?:" + "x" * 3000 + "|y){0,3}z")
+    assert LazyDFA(node).complete().to_dfa().same_language(ByteDFA.from_node(node))
+
+
 def test_a_lazy_dfa_nobody_holds_is_freed_without_a_collection() -> None:
     import gc
     import weakref

@@ -93,10 +93,15 @@ class _Terms:
             return b
         if b == _EPS:
             return a
-        d = self.defs[a]
-        if d[0] == "s":  # right-nested, so one sequence has one term
-            return self.seq(d[1], self.seq(d[2], b))
-        return self._make(("s", a, b), self.nullable[a] and self.nullable[b])
+        heads = []  # right-nested, so one sequence has one term
+        while self.defs[a][0] == "s":
+            _, head, a = self.defs[a]
+            heads.append(head)
+        heads.append(a)
+        nullable = self.nullable
+        for head in reversed(heads):
+            b = self._make(("s", head, b), nullable[head] and nullable[b])
+        return b
 
     def alt(self, options: set[int]) -> int | None:
         if not options:
