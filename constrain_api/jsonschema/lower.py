@@ -224,10 +224,17 @@ class Lowerer:
         branch of ``allOf``) is those of them the whole schema accepts, each
         decided by the ``jsonschema`` validator: exact whatever the other
         keywords (``not``, ``if``, ``dependencies``, ...). ``None`` when ``s``
-        lists no values, holds the lowering's own markers, or the validator
+        lists no values (a list beside a ``$ref`` that the schema's draft
+        ignores is none), holds the lowering's own markers, or the validator
         cannot judge it (the lowering then goes on as usual)."""
         branches = [s, *(b for b in s.get("allOf", ()) if isinstance(b, dict))]
-        lists = [_enum_values(b, None) for b in branches if "enum" in b or "const" in b]
+        lists = [
+            _enum_values(b, None)
+            for b in branches
+            if ("enum" in b or "const" in b)
+            # (drafts up to 7 ignore the keywords beside a $ref: no list there)
+            and not ("$ref" in b and self.index.legacy_ref)
+        ]
         rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
         if not lists or not _validating(rest) or _has_marker(s):
             return None  # (nothing to decide, or the usual path decides it alike)

@@ -283,6 +283,27 @@ def test_a_schema_that_lists_its_values_is_decided_value_by_value(schema, instan
     assert any(verdicts) and not all(verdicts)  # (each case has both kinds)
 
 
+def test_a_list_beside_a_ref_that_the_draft_ignores_lists_nothing():
+    """Drafts up to 7 ignore the keywords beside ``$ref``: an ``enum`` there
+    does not make the schema finite (a MaskBench schema's valid document
+    was rejected when it did)."""
+    import json
+
+    import jsonschema
+
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": {"secret": {"type": "object", "properties": {"key": {"type": "string"}}}},
+        "type": "object",
+        "properties": {"s": {"$ref": "#/definitions/secret", "enum": ["key", "sas"]}},
+    }
+    _, accepts = language(schema)
+    validator = jsonschema.Draft7Validator(schema)
+    for instance in [{"s": {"key": "k"}}, {"s": {}}, {"s": "key"}, {"s": "sas"}]:
+        text = json.dumps(instance, separators=(",", ":"))
+        assert accepts(text) == validator.is_valid(instance), text
+
+
 def test_listed_values_none_of_which_pass_are_the_empty_language():
     schema = {"allOf": [{"enum": [1, 2]}, {"not": {"type": "integer"}}]}
     with pytest.raises(ConstraintError, match="no JSON value satisfies"):
