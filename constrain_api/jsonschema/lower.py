@@ -227,13 +227,14 @@ class Lowerer:
         lists no values (a list beside a ``$ref`` that the schema's draft
         ignores is none), holds the lowering's own markers, or the validator
         cannot judge it (the lowering then goes on as usual)."""
+        legacy = self.index.legacy_ref  # (drafts up to 7 ignore what is beside a $ref)
+        if legacy and "$ref" in s:
+            return None
         branches = [s, *(b for b in s.get("allOf", ()) if isinstance(b, dict))]
         lists = [
             _enum_values(b, None)
             for b in branches
-            if ("enum" in b or "const" in b)
-            # (drafts up to 7 ignore the keywords beside a $ref: no list there)
-            and not ("$ref" in b and self.index.legacy_ref)
+            if ("enum" in b or "const" in b) and not (legacy and "$ref" in b)
         ]
         rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
         if not lists or not _validating(rest) or _has_marker(s):

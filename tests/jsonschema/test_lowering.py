@@ -295,11 +295,14 @@ def test_a_list_beside_a_ref_that_the_draft_ignores_lists_nothing():
         "$schema": "http://json-schema.org/draft-07/schema#",
         "definitions": {"secret": {"type": "object", "properties": {"key": {"type": "string"}}}},
         "type": "object",
-        "properties": {"s": {"$ref": "#/definitions/secret", "enum": ["key", "sas"]}},
+        "properties": {
+            "s": {"$ref": "#/definitions/secret", "enum": ["key", "sas"]},
+            "t": {"$ref": "#/definitions/secret", "allOf": [{"enum": [{}]}]},
+        },
     }
     _, accepts = language(schema)
     validator = jsonschema.Draft7Validator(schema)
-    for instance in [{"s": {"key": "k"}}, {"s": {}}, {"s": "key"}, {"s": "sas"}]:
+    for instance in [{"s": {"key": "k"}}, {"s": {}}, {"s": "key"}, {"t": {"key": "k"}}, {"t": {}}]:
         text = json.dumps(instance, separators=(",", ":"))
         assert accepts(text) == validator.is_valid(instance), text
 
