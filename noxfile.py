@@ -87,6 +87,16 @@ def conformance(session: nox.Session) -> None:
 
 
 @nox.session
+def mutants(session: nox.Session) -> None:
+    """The mutation check (constrain_conformance/mutants.py): one-line faults
+    in hot and shared paths, each run against the tests named for it in a
+    copy of the source tree; the outcome goes to docs/conformance.md. A few
+    minutes; not in CI. Exits non-zero when a mutant no longer applies."""
+    _install_project(session)
+    session.run("python", "-m", "constrain_conformance.mutants")
+
+
+@nox.session
 def fuzz(session: nox.Session) -> None:
     """The hostile-input corpus (constrain_conformance/hostile.py) against every
     installed backend, each case in a process of its own with a timeout and a

@@ -187,6 +187,18 @@ def test_max_len_truncation_is_reported(vocab, model):
     assert g.complete is False
 
 
+@pytest.mark.parametrize("decoder", [beam(3), beam_sample(3, 1.0)], ids=lambda d: d.kind)
+@pytest.mark.parametrize("max_len", [1, 4])
+def test_beam_search_stops_its_hypotheses_at_max_len(vocab, model, decoder, max_len):
+    """Every hypothesis of a beam search is cut at ``max_len`` tokens, and
+    says so (the mutation check found a ``>`` for ``>=`` there unseen)."""
+    compiled = ca.get("naive").compile(ca.Regex("[a-z]{60}"), vocab)
+    result = generate(model, vocab, [[vocab.eos_id]], compiled, decoder, max_len=max_len, seed=0)
+    assert result.sequences
+    for g in result.sequences:
+        assert len(g.token_ids) == max_len and g.finish_reason == "max_len" and g.truncated
+
+
 @pytest.mark.parametrize("decoder", [argmax(), sample(1, 1.0)], ids=["argmax", "sample"])
 @pytest.mark.parametrize("max_len", [1, 3, 5])
 def test_max_len_truncates_a_forced_chain(vocab, model, decoder, max_len):

@@ -1,0 +1,231 @@
+"""A small mutation check: does a one-line fault in a hot or shared path fail a test?
+
+Each :class:`Mutant` names a file of the repository, a snippet that occurs
+in it exactly once, its faulty replacement and the tests that should catch
+it. :func:`run_mutant` copies the source tree to a temporary folder, applies
+the fault there (the working tree is never touched) and runs the tests
+against the copy (``PYTHONPATH`` puts the copied packages first). A mutant
+is ``killed`` when the tests fail, ``survived`` when they pass; ``stale``
+when its snippet no longer occurs exactly once (the list must follow the
+code), ``error`` when pytest could not run (exit status other than 0 or 1)
+or ran past the timeout.
+
+``nox -s mutants`` runs :data:`MUTANTS` and writes the outcome into
+docs/conformance.md between ``<!-- mutants -->`` markers (the conformance
+matrix keeps that block when it is regenerated). Not in CI: it runs the
+chosen tests once per mutant (a few minutes).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["MUTANTS", "Mutant", "Outcome", "report_block", "run_mutant", "write_block"]
+
+BEGIN, END = "<!-- mutants -->", "<!-- /mutants -->"
+
+#: What is not copied: history, environments, build outputs, the docs.
+_IGNORED = (".git", ".nox", "build", "dist", "*.egg-info", "__pycache__", "docs", "site")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A fault: ``old`` (once in ``path``) becomes ``new``; ``tests``: pytest arguments."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    mutant: Mutant
+    status: str  # killed, survived, stale, error
+    seconds: float
+    detail: str = ""
+
+
+def _suite(backend: str, selection: str) -> tuple[str, ...]:
+    return ("--pyargs", "constrain_conformance.suite", f"--backend={backend}", "-k", selection)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "allOf merges maximum with max",
+        "constrain_api/jsonschema/lower.py",
+        '"maximum", "maxLength", "maxItems", "maxProperties"):\n            return min(x, y)',
+        '"maximum", "maxLength", "maxItems", "maxProperties"):\n            return max(x, y)',
+        ("tests/jsonschema/test_judge.py",),
+    ),
+    Mutant(
+        "a listed value beside a draft-7 $ref counts",
+        "constrain_api/jsonschema/lower.py",
+        'if legacy and "$ref" in s:\n            return None',
+        "if False:\n            return None",
+        ("tests/jsonschema/test_lowering.py", "-k", "listed or lists or ignores"),
+    ),
+    Mutant(
+        "apply_bitmask_ with indices keeps columns past the vocabulary",
+        "constrain_api/masks.py",
+        "        if vocab_size < width:\n            allowed[:, vocab_size:] = False",
+        "        pass",
+        ("tests/test_masks.py",),
+    ),
+    Mutant(
+        "finish_row leaves the padding bits",
+        "constrain_api/masks.py",
+        "row[self._pad_word] &= self._pad_keep",
+        "row[self._pad_word] |= 0",
+        ("tests/test_masks.py", "tests/test_base.py"),
+    ),
+    Mutant(
+        "a forced chain passes max_len",
+        "constrain_api/decoding/sampling.py",
+        "row.forced += 1\n            if len(row.tokens) >= loop.max_len:",
+        "row.forced += 1\n            if len(row.tokens) > loop.max_len:",
+        ("tests/decoding",),
+    ),
+    Mutant(
+        "beam search passes max_len",
+        "constrain_api/decoding/beams.py",
+        "if len(child.tokens) >= self.loop.max_len:",
+        "if len(child.tokens) > self.loop.max_len:",
+        ("tests/decoding",),
+    ),
+    Mutant(
+        "LazyDFA forgets what follows a nullable head",
+        "constrain_api/automata/lazy.py",
+        "            if self.nullable[a]:\n                f += self.form(b)",
+        "            if False:\n                f += self.form(b)",
+        ("tests/test_automata.py", "-k", "lazy"),
+    ),
+    Mutant(
+        "fst's state_finished only at the dead state",
+        "plugins/fst/constrain_fst/backend.py",
+        "return state < 0 or not self.compiled.state(state).has_tokens",
+        "return state < 0",
+        _suite("fst", "test_masks_match_the_oracle and small"),
+    ),
+    Mutant(
+        "fsm's state_finished only at the dead state",
+        "plugins/fsm/constrain_fsm/backend.py",
+        "return state == _DEAD or not self.compiled.row(state).any()",
+        "return state == _DEAD",
+        _suite("fsm", "test_masks_match_the_oracle and small"),
+    ),
+    Mutant(
+        "domino's lookahead k off by one",
+        "plugins/domino/constrain_domino/backend.py",
+        "if k is not None and depth >= k:",
+        "if k is not None and depth > k:",
+        ("plugins/domino/tests",),
+    ),
+    Mutant(
+        "naive: the start state never accepts",
+        "plugins/naive/constrain_naive/backend.py",
+        "return state >= 0 and self.compiled.accept[state]",
+        "return state > 0 and self.compiled.accept[state]",
+        ("plugins/naive/tests",),
+    ),
+)
+
+
+def _python_path(root: Path) -> str:
+    entries = [root, root / "conformance", root / "benchmarks"]
+    entries += sorted(p for p in (root / "plugins").iterdir() if p.is_dir())
+    return os.pathsep.join(str(e) for e in entries)
+
+
+def run_mutant(mutant: Mutant, root: Path, timeout: float = 600.0) -> Outcome:
+    """Apply ``mutant`` to a copy of ``root`` and run its tests there."""
+    start = time.perf_counter()
+    source = (root / mutant.path).read_text(encoding="utf-8")
+    count = source.count(mutant.old)
+    if count != 1:
+        detail = f"its snippet occurs {count} times in {mutant.path}"
+        return Outcome(mutant, "stale", 0.0, detail)
+    with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
+        copy = Path(tmp) / "src"
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns(*_IGNORED))
+        (copy / mutant.path).write_text(source.replace(mutant.old, mutant.new), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": _python_path(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+        command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+        try:
+            done = subprocess.run(
+                [*command, *mutant.tests],
+                cwd=copy,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return Outcome(mutant, "error", time.perf_counter() - start, f"over {timeout:g} s")
+    seconds = time.perf_counter() - start
+    tail = (done.stdout.strip().splitlines() or [""])[-1]
+    if done.returncode == 1:
+        return Outcome(mutant, "killed", seconds, tail)
+    if done.returncode == 0:
+        return Outcome(mutant, "survived", seconds, tail)
+    return Outcome(mutant, "error", seconds, f"pytest exit {done.returncode}: {tail}")
+
+
+def report_block(outcomes: list[Outcome], command: str = "nox -s mutants") -> str:
+    """The Markdown block (markers included) that reports ``outcomes``."""
+    killed = sum(o.status == "killed" for o in outcomes)
+    lines = [
+        BEGIN,
+        "## Mutation check",
+        "",
+        f"Produced by `{command}` (constrain_conformance/mutants.py): one-line faults in "
+        "hot and shared paths, each run against the tests named for it in a copy of the "
+        f"source tree. **{killed} of {len(outcomes)} killed**; survivors are faults no "
+        "test catches yet.",
+        "",
+        "| fault | file | tests | outcome |",
+        "|---|---|---|---|",
+    ]
+    for o in outcomes:
+        tests = " ".join(o.mutant.tests)
+        status = o.status if o.status == "killed" else f"**{o.status}**"
+        lines.append(f"| {o.mutant.name} | `{o.mutant.path}` | `{tests}` | {status} |")
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def write_block(path: Path, block: str) -> None:
+    """Put ``block`` in ``path`` in place of its mutants block, or at its end."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        text = head + block + ("\n" + tail if tail else "")
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + block
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every mutant; write the block into docs/conformance.md; exit 1 on a
+    stale or erroring mutant (survivors are reported, not failed)."""
+    root = Path.cwd()
+    outcomes = []
+    for mutant in MUTANTS:
+        outcome = run_mutant(mutant, root)
+        print(f"{outcome.status:9s} {outcome.seconds:6.1f} s  {mutant.name}  ({outcome.detail})")
+        outcomes.append(outcome)
+    write_block(root / "docs" / "conformance.md", report_block(outcomes))
+    return 1 if any(o.status in ("stale", "error") for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
