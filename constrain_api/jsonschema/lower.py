@@ -121,7 +121,7 @@ class Lowerer:
         self._active: list[str] = []
         self._recursive: set[str] = set()
         self._memo: dict[str, Expr] = {}
-        self._absolute: Any = None
+        self._validation: tuple | None = None  # (validator class, registry, format checker)
         self.rules_inlined: dict[str, Expr] = {}
         self._depth = 0
         ws = options.whitespace == "flexible" and options.max_whitespace > 0
@@ -580,19 +580,19 @@ class Lowerer:
         return either(*(self.literal(v) for v in values))
 
     def _validator_for(self, schema: dict) -> Any:
-        root = self._absolute_root()
-        resource = referencing.Resource.from_contents(
-            root, default_specification=referencing.jsonschema.DRAFT202012
-        )
-        registry = referencing.Registry().with_resource(ROOT_URI, resource)
-        cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
-        checker = cls.FORMAT_CHECKER if self.options.format_assertion else None
+        """A ``jsonschema`` validator of ``schema`` (a part of this document)
+        for the document's draft; the registry of the document is made once."""
+        if self._validation is None:
+            root = _absolute_refs(self.root)
+            resource = referencing.Resource.from_contents(
+                root, default_specification=referencing.jsonschema.DRAFT202012
+            )
+            registry = referencing.Registry().with_resource(ROOT_URI, resource)
+            cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+            checker = cls.FORMAT_CHECKER if self.options.format_assertion else None
+            self._validation = (cls, registry, checker)
+        cls, registry, checker = self._validation
         return cls(_absolute_refs(schema), registry=registry, format_checker=checker)
-
-    def _absolute_root(self) -> Any:
-        if self._absolute is None:
-            self._absolute = _absolute_refs(self.root)
-        return self._absolute
 
     def literal(self, value: Any) -> Expr:
         """Exactly the JSON text of ``value`` (numbers in their equal spellings)."""
