@@ -3,6 +3,7 @@ on small hand-written MaskBench files with the "small" vocabulary."""
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import time
@@ -236,6 +237,44 @@ def test_a_hanging_schema_times_out_and_the_run_goes_on(tmp_path, hanging_backen
     # Timeouts stay out of the percentiles even when they compiled.
     compiled_ttfm = [got[hanging_backend, s].ttfm_ms for s in ("a_before", "c_after", "e_after")]
     assert row["ttfm_p50_ms"] == pytest.approx(float(np.percentile(compiled_ttfm, 50)))
+
+
+class _StartUpProbe:
+    """Refuses every schema, saying how often its per-vocabulary set-up ran
+    and whether the heap was frozen then and at compile time."""
+
+    name = "test-maskbench-start-up"
+    capabilities = ca.Capabilities(kinds={"json_schema"})
+
+    def __init__(self):
+        self.setups: list[int] = []  # gc.get_freeze_count() at each set-up
+
+    def compiler(self, vocab):
+        self.setups.append(gc.get_freeze_count())
+
+    def compile(self, spec, vocab, **options):
+        facts = f"setups={self.setups} frozen_at_compile={gc.get_freeze_count() > 0}"
+        raise ca.UnsupportedConstraint(self.name, "anything", facts)
+
+
+@pytest.fixture
+def start_up_probe():
+    unregister = ca.register(_StartUpProbe)
+    yield _StartUpProbe.name
+    unregister()
+
+
+def test_workers_start_up_before_the_first_schema(tmp_path, start_up_probe):
+    """TTFM is a new schema's cost: the per-vocabulary set-up runs once per
+    worker, before the heap is frozen, not inside the first compile."""
+    write(tmp_path, "a", OBJECT, [({"a": 1}, True)])
+    write(tmp_path, "b", OBJECT, [({"a": 1}, True)])
+    results = run_maskbench([start_up_probe], "small", tmp_path, timeout_s=TIMEOUT_S)
+    assert [r.status for r in results] == ["compile_error"] * 2
+    for r in results:
+        assert r.detail.endswith("setups=[0] frozen_at_compile=True"), r.detail
+    assert_no_workers_left()
+    assert gc.get_freeze_count() == 0  # the parent's heap is not frozen
 
 
 def test_no_worker_survives_an_exception(tmp_path):
