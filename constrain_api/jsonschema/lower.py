@@ -19,6 +19,7 @@ The language of a schema (what the text must be; see ``docs/jsonschema.md``):
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -482,6 +483,9 @@ class Lowerer:
                 overlapping = True
         if not overlapping:
             return either(*(e for _, e in live))
+        by_type = self._exclusive_by_type([s for s, _ in live], where)
+        if by_type is not None:
+            return by_type
         single_spelling = all(
             isinstance(e, Rx) and (_value_types(s) or {"object"}) <= {"string", "null", "boolean"}
             for s, e in live
@@ -507,6 +511,35 @@ class Lowerer:
             "strings, null and booleans; JsonSchema(one_of='any_of') accepts such "
             "documents as anyOf does",
         )
+
+    def _exclusive_by_type(self, schemas: list[Any], where: str) -> Expr | None:
+        """The ``oneOf`` of ``schemas`` one JSON type at a time, or ``None``
+        where some type's branches may overlap. A value of type T matches
+        exactly one branch iff: of the branches that take every T (no keyword
+        of theirs applies to T), it matches the only one and no other branch
+        takes T; or none takes every T and it matches one of the T-restricted
+        branches, which are pairwise disjoint. Two branches that take every T
+        leave no T at all."""
+        parts = []
+        for tau in _TYPES:
+            roles = [_role_on_type(s, tau) for s in schemas]
+            takers = [s for s, role in zip(schemas, roles, strict=True) if role != "empty"]
+            universal = roles.count("universal")
+            if universal >= 2 or not takers:
+                continue
+            if universal and len(takers) > 1:
+                return None
+            only = [self._merge(s, {"type": tau}, where) for s in takers]
+            if all(_disjoint_by_schema(a, b) for a, b in itertools.combinations(only, 2)):
+                parts += [self.lower(s, where) for s in only]
+                continue
+            if tau != "object" or universal:
+                return None
+            exclusive = _exclusive_required(only)
+            if exclusive is None:
+                return None
+            parts += [self.lower(s, where) for s in exclusive]
+        return either(*parts)
 
     def _conditional(self, s: dict, where: str) -> Any:
         if "if" not in s:  # then/else without if do nothing
@@ -1059,16 +1092,112 @@ def _disjoint_by_schema(a: Any, b: Any) -> bool:
         pa, pb = a.get("properties", {}), b.get("properties", {})
         for name in set(pa) & set(pb):
             if name in a.get("required", []) and name in b.get("required", []):
-                va, vb = pa[name], pb[name]
-                if isinstance(va, dict) and isinstance(vb, dict):
-                    ea, eb = _enum_values(va, None), _enum_values(vb, None)
-                    both = ("enum" in va or "const" in va) and ("enum" in vb or "const" in vb)
-                    if both and not any(_json_equal(x, y) for x in ea for y in eb):
-                        return True
+                ea, eb = _listed_values(pa[name]), _listed_values(pb[name])
+                known = ea is not None and eb is not None
+                if known and not any(_json_equal(x, y) for x in ea for y in eb):
+                    return True
     if ("enum" in a or "const" in a) and ("enum" in b or "const" in b):
         ea, eb = _enum_values(a, None), _enum_values(b, None)
         return not any(_json_equal(x, y) for x in ea for y in eb)
     return False
+
+
+#: Keywords that apply to one JSON type only ("number" with the integers).
+_KEYWORDS_OF_TYPE = {
+    "object": frozenset({
+        "properties", "required", "additionalProperties", "patternProperties",
+        "minProperties", "maxProperties", "dependencies", "dependentRequired",
+        "dependentSchemas", "propertyNames", "unevaluatedProperties",
+    }),
+    "array": frozenset({
+        "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
+        "contains", "minContains", "maxContains", "unevaluatedItems",
+    }),
+    "string": frozenset({"pattern", "minLength", "maxLength", "format", "__not_string__"}),
+    "number": frozenset({
+        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    }),
+}  # fmt: skip
+
+
+def _role_on_type(s: Any, tau: str) -> str:
+    """How schema ``s`` treats the values of JSON type ``tau`` (``"number"``
+    with the integers): ``"empty"`` (takes none), ``"universal"`` (takes
+    every one: no keyword of ``s`` applies to ``tau``) or ``"constrained"``
+    (some, or not known)."""
+    if s is False or s is True:
+        return "empty" if s is False else "universal"
+    names = _types_of(s)
+    if tau not in names and not (tau == "number" and "integer" in names):
+        return "empty"
+    role = "constrained" if tau == "number" and "number" not in names else "universal"
+    if "enum" in s or "const" in s:
+        if not any(_value_type(v) == tau for v in _enum_values(s, None)):
+            return "empty"
+        role = "constrained"
+    for key, value in s.items():
+        if key in ("type", "enum", "const") or not _validating({key: value}):
+            continue
+        owner = next((t for t, keys in _KEYWORDS_OF_TYPE.items() if key in keys), None)
+        if owner is None or owner == tau:
+            role = "constrained"
+    return role
+
+
+def _exclusive_required(branches: list[dict]) -> list[dict] | None:
+    """Object branches that differ only in ``required``, each made to match
+    where no other does: branch i holds its names, so it fails branch j iff
+    a name j requires beyond i's is absent; with one such name per other
+    branch that is ``properties: {name: false}`` (a branch whose values all
+    match another is dropped). ``None`` when some j requires two or more
+    names beyond i's, or the branches differ otherwise."""
+
+    def rest(b: dict) -> dict:
+        return {k: v for k, v in b.items() if k != "required"}
+
+    if any(rest(b) != rest(branches[0]) for b in branches[1:]):
+        return None
+    out = []
+    for i, mine in enumerate(branches):
+        have = set(mine.get("required", []))
+        absent: list[str | None] = []
+        for j, other in enumerate(branches):
+            if j != i:
+                beyond = [n for n in other.get("required", []) if n not in have]
+                if len(beyond) > 1:
+                    return None
+                absent.append(beyond[0] if beyond else None)
+        if None in absent:
+            continue  # every value of branch i matches that other branch too
+        properties = dict(mine.get("properties", {}))
+        properties.update(dict.fromkeys(absent, False))
+        out.append({**mine, "properties": properties})
+    return out
+
+
+def _value_type(v: Any) -> str:
+    """The JSON type of ``v``, integers as ``"number"``."""
+    name = _type_name(v)
+    return "number" if name == "integer" else name
+
+
+def _listed_values(s: Any) -> list[Any] | None:
+    """The values ``s`` is limited to when it, or some of its ``allOf``
+    members, list them (``enum``/``const``: the values every list has);
+    ``None`` otherwise."""
+    lists = []
+
+    def collect(x: Any) -> None:
+        if isinstance(x, dict):
+            if "enum" in x or "const" in x:
+                lists.append(_enum_values(x, None))
+            for member in x.get("allOf", []):
+                collect(member)
+
+    collect(s)
+    if not lists:
+        return None
+    return [v for v in lists[0] if all(any(_json_equal(v, w) for w in o) for o in lists[1:])]
 
 
 def _value_types(s: dict) -> set[str] | None:

@@ -108,6 +108,103 @@ def test_one_of_exact_or_as_any_of():
     assert ok('"ab"') and ok('"b"') and not ok('"c"')
 
 
+SHAPES = {  # (no type at the top: a number matches every branch, so none is valid)
+    "properties": {
+        "shape": {"type": "string", "enum": ["circle", "square"]},
+        "r": {"type": "number"},
+        "side": {"type": "number"},
+    },
+    "oneOf": [
+        {"properties": {"shape": {"enum": ["circle"]}}, "required": ["shape", "r"]},
+        {"properties": {"shape": {"const": "square"}}, "required": ["shape", "side"]},
+    ],
+}
+EXACTLY_ONE_MEMBER = {
+    "type": "object",
+    "properties": {"a": {"type": "string"}, "b": {"type": "integer"}, "c": {"type": "string"}},
+    "oneOf": [{"required": ["a"]}, {"required": ["b"]}, {"required": ["c"]}],
+    "additionalProperties": False,
+}
+ONE_OF_BY_TYPE_CASES = [
+    (
+        SHAPES,
+        [{"shape": "circle", "r": 1}, {"shape": "square", "side": 2}, {"shape": "circle"},
+         {"shape": "circle", "r": 1, "side": 2}, {"shape": "square", "r": 1},
+         {"shape": "triangle", "r": 1}, 5, "circle", None, [], True, {}],
+    ),
+    (
+        {  # the discriminator's type and requirement at the top, its value in the branches
+            "type": "object",
+            "properties": {"kind": {"type": "string"}},
+            "required": ["kind"],
+            "oneOf": [
+                {"properties": {"kind": {"const": "phone"}, "screen": {"type": "string"}}},
+                {"properties": {"kind": {"const": "laptop"}, "ram": {"type": "integer"}}},
+            ],
+        },
+        [{"kind": "phone"}, {"kind": "laptop", "ram": 8}, {"kind": "phone", "ram": 8},
+         {"kind": "laptop", "ram": "8"}, {"kind": "tv"}, {}, "phone"],
+    ),
+    (
+        EXACTLY_ONE_MEMBER,
+        [{}, {"a": "x"}, {"b": 1}, {"c": "z"}, {"a": "x", "b": 1}, {"a": "x", "c": "z"},
+         {"b": 1, "c": "z"}, {"a": "x", "b": 1, "c": "z"}, {"b": "1"}, {"d": 1}, 3],
+    ),
+    (
+        {  # a branch whose values all match another: only the other's remainder is left
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "oneOf": [{"required": ["a"]}, {"required": ["a", "b"]}],
+        },
+        [{"a": 1}, {"a": 1, "b": 2}, {"b": 2}, {}, {"a": 1, "c": 3}],
+    ),
+    (
+        {"oneOf": [{"type": ["string", "null"]}, {"type": ["null", "integer"]}]},
+        ["x", 3, None, 2.5, True, [], {}],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("schema", "instances"), ONE_OF_BY_TYPE_CASES)
+def test_one_of_one_json_type_at_a_time(schema, instances):
+    """``oneOf`` whose branches overlap as schemas but not within each JSON
+    type: branches that take every value of a type (two of them: none of
+    that type is valid), branches told apart by a required member's listed
+    values (also through ``allOf`` merges), branches that differ only in
+    ``required`` (exactly one of some members). Judged by the ``jsonschema``
+    validator on values inside, outside and next to each branch."""
+    import jsonschema
+
+    from constrain_api.jsonschema import instance_text
+
+    _, accepts = language(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    verdicts = []
+    for instance in instances:
+        text = instance_text(schema, instance)
+        assert accepts(text) == validator.is_valid(instance), (text, validator.is_valid(instance))
+        verdicts.append(validator.is_valid(instance))
+    assert any(verdicts) and not all(verdicts)
+
+
+def test_one_of_still_refused_where_a_type_is_shared_unresolved():
+    """A type that one branch takes whole and another in part, branches
+    that differ by two required names, or by more than ``required``."""
+    for schema in (
+        {"oneOf": [{"type": "object"}, {"properties": {"a": {"type": "integer"}}}]},
+        {"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b", "c"]}]},
+        {
+            "type": "object",
+            "oneOf": [
+                {"required": ["a"], "properties": {"a": {"type": "string"}}},
+                {"required": ["b"]},
+            ],
+        },
+    ):
+        with pytest.raises(UnsupportedConstraint, match="oneOf at /"):
+            lower_json_schema(JsonSchema(schema))
+
+
 def test_flexible_whitespace_is_bounded():
     schema = {"type": "array", "items": {"type": "integer"}}
     _, ok = language(schema, whitespace="flexible", max_whitespace=2)
