@@ -60,6 +60,10 @@ _REFUSED = {
     "$recursiveRef": "dynamic scope",
 }
 _TYPES = ("null", "boolean", "object", "array", "string", "number")
+#: Keywords whose members require others (draft 4-7; 2019-09 on).
+_DEPENDENCIES = ("dependencies", "dependentRequired", "dependentSchemas")
+#: Members with dependencies in one schema, at most (2 ** this branches).
+_MAX_DEPENDENCIES = 6
 _APPLICATORS = {
     "allOf", "anyOf", "oneOf", "not", "$ref", "if", "then", "else", "dependentSchemas",
     "__allOf__",
@@ -198,6 +202,8 @@ class Lowerer:
             s = self._flatten(s, where)
             if not isinstance(s, dict):
                 return self.lower(s, where)
+        if any(key in s for key in _DEPENDENCIES):
+            s = self._dependencies(s, where)
         for key, reason in _REFUSED.items():
             if key in s and not _trivial(key, s[key]):
                 raise _unsupported(key, where, reason)
@@ -611,6 +617,59 @@ class Lowerer:
             except Exception as e:  # unresolvable reference, unusable keyword
                 raise _unsupported("enum", where, f"cannot check values: {e}") from None
         return either(*(self.literal(v) for v in values))
+
+    def _dependencies(self, s: dict, where: str) -> dict:
+        """``s`` with its dependency keywords (those its draft defines) as
+        choices: a member they name is absent, or present with the members
+        it requires and the schema it applies. The two branches of a choice
+        are disjoint, so their ``anyOf`` is exact; each choice doubles the
+        branches, so past ``_MAX_DEPENDENCIES`` they are refused, as are a
+        malformed entry and a keyword the draft does not define."""
+        draft = jsonschema.validators.validator_for(
+            self.root, default=jsonschema.Draft202012Validator
+        )
+        choices = []
+        for key in _DEPENDENCIES:
+            entries = s.get(key)
+            if not isinstance(entries, dict) or _trivial(key, entries):
+                continue
+            if key not in draft.VALIDATORS:
+                raise _unsupported(
+                    key,
+                    where,
+                    f"not a keyword of the schema's draft ({draft.__name__}); refused "
+                    "rather than ignored, since its author likely meant another draft's",
+                )
+            declared = s.get("properties", {})
+            found = []
+            for name, dep in entries.items():
+                names = key != "dependentSchemas" and isinstance(dep, list)
+                if names and all(isinstance(n, str) for n in dep):
+                    present: Any = {"required": [name, *dep]}
+                    asked = [name, *dep]
+                elif key != "dependentRequired" and isinstance(dep, dict | bool):
+                    present = {"allOf": [{"required": [name]}, dep]}
+                    asked = [name, *_members_named(dep)]
+                else:
+                    break  # malformed: refused as a whole
+                if not isinstance(declared, dict) or not all(n in declared for n in asked):
+                    # a member's place in the language's member order comes
+                    # from the schema's properties; one that only a branch
+                    # names would move with the branch
+                    raise _unsupported(
+                        key, where, "dependencies on members the schema's properties do not list"
+                    )
+                found.append([{"properties": {name: False}}, present])
+            else:
+                choices += found
+                del s[key]
+        if len(choices) > _MAX_DEPENDENCIES:
+            raise _unsupported(
+                "dependencies", where, f"more than {_MAX_DEPENDENCIES} members with dependencies"
+            )
+        if choices:
+            s["__allOf__"] = [*s.get("__allOf__", []), *({"anyOf": c} for c in choices)]
+        return s
 
     def _validator_for(self, schema: dict) -> Any:
         """A ``jsonschema`` validator of ``schema`` (a part of this document)
@@ -1173,6 +1232,19 @@ def _exclusive_required(branches: list[dict]) -> list[dict] | None:
         properties.update(dict.fromkeys(absent, False))
         out.append({**mine, "properties": properties})
     return out
+
+
+def _members_named(dep: Any) -> list[str]:
+    """The members a dependent schema names (``properties``, ``required``);
+    one that could name others elsewhere (an applicator, a pattern) names
+    ``"\0"``, which no schema lists."""
+    if not isinstance(dep, dict):
+        return []
+    allowed = {"properties", "required", "type"}
+    if any(k not in allowed for k in dep if _validating({k: dep[k]})):
+        return ["\0"]
+    properties = dep.get("properties", {})
+    return [*(properties if isinstance(properties, dict) else ["\0"]), *dep.get("required", [])]
 
 
 def _value_type(v: Any) -> str:

@@ -205,6 +205,74 @@ def test_one_of_still_refused_where_a_type_is_shared_unresolved():
             lower_json_schema(JsonSchema(schema))
 
 
+DEPENDENCY_CASES = [
+    {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"card": {"type": "string"}, "address": {"type": "string"}, "n": {}},
+        "dependencies": {"card": ["address"], "n": {"required": ["card"]}},
+    },
+    {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "dependentRequired": {"a": ["b"]},
+        "dependentSchemas": {"b": {"properties": {"a": {"minimum": 5}}}},
+    },
+]
+
+
+@pytest.mark.parametrize("schema", DEPENDENCY_CASES)
+def test_dependencies_as_choices_of_presence(schema):
+    """``dependencies`` (drafts 4-7), ``dependentRequired`` and
+    ``dependentSchemas``: a member is absent, or present with what it asks.
+    Judged by the ``jsonschema`` validator of the schema's draft on every
+    subset of the members, with values inside and outside their schemas."""
+    import itertools
+
+    import jsonschema
+
+    from constrain_api.jsonschema import instance_text
+
+    _, accepts = language(schema)
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    names = list(schema["properties"])
+    values = [1, 7, "x"]
+    verdicts = []
+    for k in range(len(names) + 1):
+        for members in itertools.combinations(names, k):
+            for chosen in itertools.product(values, repeat=k):
+                instance = dict(zip(members, chosen, strict=True))
+                want = validator.is_valid(instance)
+                assert accepts(instance_text(schema, instance)) == want, (instance, want)
+                verdicts.append(want)
+    assert any(verdicts) and not all(verdicts)
+    assert accepts("3") == validator.is_valid(3)  # (objects only)
+
+
+def test_dependencies_still_refused():
+    """``dependencies`` under draft 2020-12 (no ``$schema``) is not a
+    keyword there: refused by name rather than ignored. More than six
+    members with dependencies, or dependencies on members the properties
+    do not list, are refused too."""
+    schema = {"properties": {"a": {}}, "dependencies": {"a": ["b"]}}
+    with pytest.raises(UnsupportedConstraint, match="dependencies at /: not a keyword"):
+        lower_json_schema(JsonSchema(schema))
+    draft7 = "http://json-schema.org/draft-07/schema#"
+    many = {
+        "$schema": draft7,
+        "properties": {name: {} for name in "abcdefgz"},
+        "dependencies": {name: ["z"] for name in "abcdefg"},
+    }
+    with pytest.raises(UnsupportedConstraint, match="more than 6 members"):
+        lower_json_schema(JsonSchema(many))
+    # members only the dependency names: where they go in the member order
+    # would depend on the branch
+    for dependencies in ({"a": ["b"]}, {"a": {"required": ["b"]}}, {"a": {"anyOf": [{}]}}):
+        undeclared = {"$schema": draft7, "properties": {"a": {}}, "dependencies": dependencies}
+        with pytest.raises(UnsupportedConstraint, match="properties do not list"):
+            lower_json_schema(JsonSchema(undeclared))
+
+
 def test_flexible_whitespace_is_bounded():
     schema = {"type": "array", "items": {"type": "integer"}}
     _, ok = language(schema, whitespace="flexible", max_whitespace=2)
