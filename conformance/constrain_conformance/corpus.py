@@ -135,7 +135,8 @@ TREE_SCHEMA = {  # recursive: lowered to a grammar
     "$ref": "#/$defs/node",
 }
 
-CASES: tuple[Case, ...] = (
+#: The hand-written cases the small vocabularies are trained on.
+TRAINING_CASES: tuple[Case, ...] = (
     Case(
         "multiple-choice",
         "regex",
@@ -249,6 +250,65 @@ CASES: tuple[Case, ...] = (
     ),
 )
 
+#: JSON-schema cases for the lowering's constructs that go past other
+#: engines (``oneOf`` one JSON type at a time, "exactly one of these
+#: members", dependencies). Not in :func:`training_text`: the small
+#: vocabularies, and every seeded test on them, stay as they were.
+SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
+    Case(  # oneOf of required members (the lowering: this one's, each other's absent)
+        "exactly-one-member-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "type": "object",
+                "properties": {"email": {"type": "string"}, "phone": {"type": "string"}},
+                "oneOf": [{"required": ["email"]}, {"required": ["phone"]}],
+                "additionalProperties": False,
+            }
+        ),
+        ('{"email":"a@b.c"}', '{"phone":"+1 555"}'),
+        ("{}", '{"email":"a@b.c","phone":"+1 555"}', '{"phone":5}'),
+    ),
+    Case(  # oneOf told apart by a member's values, one JSON type at a time
+        "shapes-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "properties": {
+                    "shape": {"enum": ["circle", "square"]},
+                    "r": {"type": "number"},
+                    "side": {"type": "number"},
+                },
+                "oneOf": [
+                    {"properties": {"shape": {"const": "circle"}}, "required": ["shape", "r"]},
+                    {"properties": {"shape": {"const": "square"}}, "required": ["shape", "side"]},
+                ],
+            }
+        ),
+        ('{"shape":"circle","r":1.5}', '{"shape":"square","side":2}'),
+        ("5", '{"shape":"circle"}', '{"shape":"square","r":1}', '"circle"'),
+    ),
+    Case(  # draft-07 dependencies: a member absent, or present with what it requires
+        "dependencies-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "properties": {"card": {"type": "string"}, "billing": {"type": "string"}},
+                "dependencies": {"card": ["billing"]},
+                "additionalProperties": False,
+            }
+        ),
+        ("{}", '{"billing":"Paris"}', '{"card":"4111","billing":"Paris"}'),
+        ('{"card":"4111"}', '{"card":4111,"billing":"Paris"}'),
+    ),
+)
+
+#: Every hand-written case: the small vocabularies' training cases, then the
+#: schema constructs.
+CASES: tuple[Case, ...] = TRAINING_CASES + SCHEMA_CONSTRUCT_CASES
+
 
 @functools.lru_cache(maxsize=4)
 def maskbench_cases(count: int, per_schema: int = 3) -> tuple[Case, ...]:
@@ -309,7 +369,7 @@ def _schema_cases(entries, total: int, count: int, per_schema: int) -> tuple[Cas
 
 def training_text() -> list[str]:
     """Documents the small BPE vocabularies are trained on."""
-    docs = [d for case in CASES for d in case.valid + case.invalid]
+    docs = [d for case in TRAINING_CASES for d in case.valid + case.invalid]
     return docs * 20 + ['{"key": "value", "list": [1, 2, 3]}'] * 50
 
 

@@ -47,19 +47,37 @@ EXACT_CASES = [
 ]
 
 
+#: Lowered schemas where llguidance misses tokens (never adds any): its
+#: lexer is greedy, so a terminal that could go on (``1.5`` then
+#: ``,"side":``) is not ended before a byte that starts the next member, and
+#: a token spanning that boundary (``,"children":[`` after ``"r":1.5``) is
+#: not allowed.
+GREEDY_LEXER_MISSES = frozenset({"shapes-schema"})
+
+
 @pytest.mark.parametrize("case", EXACT_CASES, ids=[c.name for c in EXACT_CASES])
 @pytest.mark.parametrize("mode", ["engine", "lowering"])
 def test_masks_equal_the_oracles_on_the_corpus(vocab, naive, case, mode):
     """Every corpus case, on natural and byte-by-byte paths: the masks are the
-    oracle's, except the pinned JSON-engine differences (never more)."""
+    oracle's, except the pinned JSON-engine differences (never more). The
+    engine refuses the schema constructs only the lowering expresses."""
+    if mode == "engine" and case in corpus.SCHEMA_CONSTRUCT_CASES:
+        with pytest.raises(ca.UnsupportedConstraint, match=r"oneOf|dependencies"):
+            ca.get("llguidance", json_schema=mode).compile(case.spec, vocab)
+        return
     compiled = ca.get("llguidance", json_schema=mode).compile(case.spec, vocab)
     oracle = naive.compile(case.spec, vocab)
+    pinned = mode == "lowering" and case.name in GREEDY_LEXER_MISSES
+    missed = False
     for doc in case.valid:
         for path in filter(None, (paths.natural(vocab, doc), paths.byte_by_byte(vocab, doc))):
             result = checks.compare_masks(compiled, oracle, path)
             assert not result.extra, result.describe(vocab)
-            if case.family != "json_schema" or mode == "lowering":
+            missed |= bool(result.missing)
+            if not pinned and (case.family != "json_schema" or mode == "lowering"):
                 assert result.exact, f"{case.name}: {result.describe(vocab)}"
+    if pinned:
+        assert missed, f"{case.name}: llguidance now lexes it exactly; unpin it"
 
 
 def test_forced_text_does_not_narrow_the_mask(llg, naive, vocab):
