@@ -563,6 +563,8 @@ class Lowerer:
         """``s`` with its ``not`` folded into the other keywords (or refused)."""
         neg = self._expand(s.pop("not"), join_pointer(where, "not"))
         here = join_pointer(where, "not")
+        if isinstance(neg, dict) and "allOf" in neg:
+            neg = self._flatten(dict(neg), here)
         if neg is True or neg == {}:
             return False
         if neg is False:
@@ -578,13 +580,19 @@ class Lowerer:
                 raise _unsupported("not integer", here, "non-integral numbers only")
             s["type"] = keep or "__none__"
             return s
-        if keys == {"required"} and len(neg["required"]) == 1:
-            name = neg["required"][0]
-            if name in s.get("required", []):
-                return False if _types_of(s) == {"object"} else s | {"type": _no_object(s)}
-            props = dict(s.get("properties", {}))
-            props[name] = False
-            s["properties"] = props
+        if keys == {"required"} and isinstance(neg["required"], list):
+            # ``required`` holds for every value that is not an object, so
+            # its negation is the objects that lack one of the names
+            have = s.get("required", [])
+            absent = [n for n in dict.fromkeys(neg["required"]) if n not in have]
+            if "object" not in _types_of(s) or not absent:
+                return False
+            s["type"] = "object"
+            if len(absent) == 1:
+                s["properties"] = {**s.get("properties", {}), absent[0]: False}
+            else:
+                lacking = {"anyOf": [{"properties": {n: False}} for n in absent]}
+                s["__allOf__"] = [*s.get("__allOf__", []), lacking]
             return s
         if keys and keys <= _STRING_KEYWORDS | {"type"} and _types_of(neg) >= {"string"}:
             # neg constrains strings only; without a type every non-string satisfies it
@@ -1134,10 +1142,6 @@ def _declared_types(s: dict) -> set[str]:
     if t is None:
         return set()
     return {t} if isinstance(t, str) else set(t)
-
-
-def _no_object(s: dict) -> list[str]:
-    return sorted(t for t in _types_of(s) if t != "object")
 
 
 def _disjoint_by_schema(a: Any, b: Any) -> bool:

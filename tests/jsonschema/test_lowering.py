@@ -273,6 +273,41 @@ def test_dependencies_still_refused():
             lower_json_schema(JsonSchema(undeclared))
 
 
+NOT_REQUIRED_CASES = [
+    {"not": {"required": ["a"]}},
+    {"type": ["object", "integer"], "not": {"required": ["a"]}},
+    {"required": ["a"], "not": {"required": ["a"]}},
+    {"properties": {"a": {}, "b": {}}, "not": {"required": ["a", "b"]}},
+    {"required": ["a"], "not": {"allOf": [{"required": ["a"]}, {"required": ["b"]}]}},
+    {"type": "integer", "not": {"required": ["a"]}},
+]
+
+
+@pytest.mark.parametrize("schema", NOT_REQUIRED_CASES)
+def test_not_required_is_the_objects_lacking_a_name(schema):
+    """``required`` holds for every value that is not an object, so ``not``
+    of it rejects them all (the lowering once kept them) and takes the
+    objects lacking one of the names. Judged by the validator on objects
+    with every subset of the names and on values of the other types."""
+    import itertools
+
+    import jsonschema
+
+    from constrain_api.jsonschema import instance_text
+
+    validator = jsonschema.Draft202012Validator(schema)
+    instances = [5, "x", None, [], True]
+    instances += [dict.fromkeys(m, 1) for k in range(3) for m in itertools.combinations("ab", k)]
+    if not any(validator.is_valid(i) for i in instances):
+        with pytest.raises(ConstraintError, match="no JSON value"):
+            lower_json_schema(JsonSchema(schema))
+        return
+    _, accepts = language(schema)
+    for instance in instances:
+        want = validator.is_valid(instance)
+        assert accepts(instance_text(schema, instance)) == want, (instance, want)
+
+
 def test_flexible_whitespace_is_bounded():
     schema = {"type": "array", "items": {"type": "integer"}}
     _, ok = language(schema, whitespace="flexible", max_whitespace=2)
