@@ -197,11 +197,18 @@ class _HangOnUpdate:
         return checker
 
 
+def _registered(backend_class):
+    """Register ``backend_class`` for a test: yields its name, then unregisters it."""
+    unregister = ca.register(backend_class)
+    try:
+        yield backend_class.name
+    finally:
+        unregister()
+
+
 @pytest.fixture
 def hanging_backend():
-    unregister = ca.register(_Hanging)
-    yield _Hanging.name
-    unregister()
+    yield from _registered(_Hanging)
 
 
 def test_a_hanging_schema_times_out_and_the_run_goes_on(tmp_path, hanging_backend):
@@ -259,9 +266,7 @@ class _StartUpProbe:
 
 @pytest.fixture
 def start_up_probe():
-    unregister = ca.register(_StartUpProbe)
-    yield _StartUpProbe.name
-    unregister()
+    yield from _registered(_StartUpProbe)
 
 
 def test_workers_start_up_before_the_first_schema(tmp_path, start_up_probe):

@@ -19,6 +19,7 @@ The language of a schema (what the text must be; see ``docs/jsonschema.md``):
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -633,9 +634,7 @@ class Lowerer:
         are disjoint, so their ``anyOf`` is exact; each choice doubles the
         branches, so past ``_MAX_DEPENDENCIES`` they are refused, as are a
         malformed entry and a keyword the draft does not define."""
-        draft = jsonschema.validators.validator_for(
-            self.root, default=jsonschema.Draft202012Validator
-        )
+        draft = self.draft
         choices = []
         for key in _DEPENDENCIES:
             entries = s.get(key)
@@ -679,6 +678,14 @@ class Lowerer:
             s["__allOf__"] = [*s.get("__allOf__", []), *({"anyOf": c} for c in choices)]
         return s
 
+    @functools.cached_property
+    def draft(self) -> Any:
+        """The ``jsonschema`` validator class of the document's draft (2020-12
+        when its ``$schema`` names none)."""
+        return jsonschema.validators.validator_for(
+            self.root, default=jsonschema.Draft202012Validator
+        )
+
     def _validator_for(self, schema: dict) -> Any:
         """A ``jsonschema`` validator of ``schema`` (a part of this document)
         for the document's draft; the registry of the document is made once."""
@@ -688,7 +695,7 @@ class Lowerer:
                 root, default_specification=referencing.jsonschema.DRAFT202012
             )
             registry = referencing.Registry().with_resource(ROOT_URI, resource)
-            cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+            cls = self.draft
             checker = cls.FORMAT_CHECKER if self.options.format_assertion else None
             self._validation = (cls, registry, checker)
         cls, registry, checker = self._validation
