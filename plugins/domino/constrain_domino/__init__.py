@@ -2,7 +2,7 @@
 
 from .backend import DominoBackend, DominoChecker, DominoCompiled
 from .scanner import ScannerGrammar
-from .trees import SubterminalTree, build_tree
+from .trees import SubterminalTree, TreeBuilder, VocabTrie, build_tree
 
 __all__ = [
     "DominoBackend",
@@ -10,5 +10,7 @@ __all__ = [
     "DominoCompiled",
     "ScannerGrammar",
     "SubterminalTree",
+    "TreeBuilder",
+    "VocabTrie",
     "build_tree",
 ]

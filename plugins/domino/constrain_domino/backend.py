@@ -44,7 +44,7 @@ from constrain_api import (
 )
 
 from .scanner import BOUNDARY, ScannerGrammar
-from .trees import SubterminalTree, TrieLevels, build_tree
+from .trees import SubterminalTree, TreeBuilder, VocabTrie
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
 #: exact for every k: a regular constraint is one terminal, which no token can span
@@ -57,12 +57,13 @@ State = frozenset  # of Config
 
 
 class DominoCompiler(BaseCompiler):
-    """The vocabulary's token trie by depth (``TrieLevels``), shared by every
-    compilation; a constraint becomes a scanner grammar and lark's tables."""
+    """The vocabulary's token trie for the compiled walk (``VocabTrie``),
+    shared by every compilation; a constraint becomes a scanner grammar and
+    lark's tables."""
 
     def __init__(self, backend, vocab):
         super().__init__(backend, vocab)
-        self.trie = TrieLevels(vocab)
+        self.trie = VocabTrie(vocab)
 
     def compile_regular(self, language, spec, options) -> DominoCompiled:
         """A regular language as a one-terminal grammar (its automaton built
@@ -130,7 +131,7 @@ class DominoCompiled(BaseCompiled):
         stats,
         grammar: ScannerGrammar,
         lr: LRTable,
-        trie: TrieLevels,
+        trie: VocabTrie,
         k,
         mask_cache: int,
     ):
@@ -138,7 +139,7 @@ class DominoCompiled(BaseCompiled):
         self.grammar = grammar
         self.lr = lr
         self.k = k
-        self._trie = trie
+        self._builder = TreeBuilder(grammar, trie)
         self._trees: dict[tuple[int, int], SubterminalTree] = {}
         self._masks: OrderedDict[State, np.ndarray] = OrderedDict()
         self._mask_cache = mask_cache
@@ -156,11 +157,13 @@ class DominoCompiled(BaseCompiled):
         """The subterminal tree of ``position`` (built on first use)."""
         tree = self._trees.get(position)
         if tree is None:
-            start = time.perf_counter()
-            tree = build_tree(self.grammar, position, self._trie)
-            tree.seconds = time.perf_counter() - start
-            with self._lock:
-                tree = self._trees.setdefault(position, tree)
+            with self._builder.lock:  # the builder's memo is shared by the positions
+                tree = self._trees.get(position)
+                if tree is None:
+                    start = time.perf_counter()
+                    tree = self._builder.build(position)
+                    tree.seconds = time.perf_counter() - start
+                    self._trees[position] = tree
         return tree
 
     def precompute(self) -> dict[str, float]:

@@ -14,24 +14,27 @@ its paths, in a *group* keyed by the terminal it ends inside:
   must be able to shift that terminal after the path.
 
 The trees know nothing of the parser: they are computed once per position
-and vocabulary, by one walk over the vocabulary's byte trie with the
-scanner's sets of (tree node, terminal, state) as the walk's state (sets are
-interned and their steps memoized, so the walk's cost is the trie's live
-part, not the tokens' segmentations). The walk goes one trie depth at a
-time with numpy: a level's nodes look up their sets in the memo table at
-once, and only (set, byte) pairs never met before run Python. At decoding
-time the parser prunes the trees (``DominoCompiled``).
+and vocabulary, by a walk over the vocabulary's byte trie with the
+scanner's sets of (path, terminal, state) as the walk's state. The sets are
+interned and their steps memoized in a table that every position's tree of
+one grammar shares (``TreeBuilder``): positions reach the same sets (every
+position inside a string terminal meets the same ones once the string
+closes), so a tree mostly looks up steps other trees computed. The walk
+itself runs compiled (``kernels``): a table lookup per live trie node, dead
+subtrees skipped, and only (set, byte) pairs never met before run Python.
+At decoding time the parser prunes the trees (``DominoCompiled``).
 """
 
 from __future__ import annotations
 
-import itertools
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from constrain_api import Vocabulary, bitmask_words, pack_row
+from constrain_api import Vocabulary, bitmask_words
 
+from . import kernels
 from .scanner import BOUNDARY, ScannerGrammar
 
 
@@ -40,23 +43,15 @@ class SubterminalTree:
     """``children[node]``: completed terminal → child node (node 0: the root,
     nothing completed); ``label[node]``: the terminal on its incoming edge;
     ``free[node]``: packed mask of its free tokens or ``None``;
-    ``checked[node]``: ``(terminal, packed mask)`` pairs."""
+    ``checked[node]``: ``(terminal, packed mask)`` pairs. Only nodes with
+    tokens at or below them are kept."""
 
     children: list[dict[int, int]] = field(default_factory=lambda: [{}])
     label: list[int] = field(default_factory=lambda: [-1])  # the terminal completed into a node
     free: list[np.ndarray | None] = field(default_factory=list)
     checked: list[list[tuple[int, np.ndarray]]] = field(default_factory=list)
     seconds: float = 0.0
-    walk_states: int = 0
-
-    def child(self, node: int, terminal: int) -> int:
-        nxt = self.children[node].get(terminal)
-        if nxt is None:
-            nxt = len(self.children)
-            self.children.append({})
-            self.label.append(terminal)
-            self.children[node][terminal] = nxt
-        return nxt
+    walk_states: int = 0  # the walk sets its tokens end in
 
     @property
     def num_nodes(self) -> int:
@@ -69,143 +64,234 @@ class SubterminalTree:
         return free + sum(m.nbytes for groups in self.checked for _, m in groups)
 
 
-class TrieLevels:
-    """The vocabulary's token trie by depth, for the level-by-level walk:
-    ``levels[d]`` holds the nodes at depth ``d + 1`` as arrays ``(nodes,
-    parents, bytes)``; ``token_nodes``/``token_ids`` map tokens to nodes."""
+class VocabTrie:
+    """The vocabulary's byte trie as the compiled walk reads it (arrays in
+    preorder: ``depth``, ``edge``, ``subtree_end``, ``token_offsets``,
+    ``token_ids`` and ``token_node``, the node of each ``token_ids`` entry),
+    with per-thread walk buffers; building one compiles the kernels (once
+    per process), so it belongs to the vocabulary's set-up."""
 
     def __init__(self, vocab: Vocabulary):
         trie = vocab.trie()
         self.size = vocab.size
+        self.words = bitmask_words(vocab.size)
         self.num_nodes = int(trie.num_nodes)
-        parent = trie.parent.astype(np.int64)
-        depth = np.zeros(self.num_nodes, dtype=np.int64)
-        order = parent.tolist()
-        depth_list = depth.tolist()
-        for n in range(1, self.num_nodes):  # preorder: a parent comes before its children
-            depth_list[n] = depth_list[order[n]] + 1
-        depth = np.asarray(depth_list, dtype=np.int64)
-        by_depth = np.argsort(depth, kind="stable")
-        bounds = np.searchsorted(depth[by_depth], np.arange(1, int(depth.max()) + 2))
-        edge = trie.edge_byte.astype(np.int64)
-        self.levels = []
-        for lo, hi in itertools.pairwise(bounds):
-            nodes = by_depth[lo:hi]
-            self.levels.append((nodes, parent[nodes], edge[nodes]))
-        offsets = trie.token_offsets
-        self.token_nodes = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
-        self.token_ids = trie.token_ids
-
-
-_UNKNOWN = -2
-
-
-def build_tree(
-    grammar: ScannerGrammar, position: tuple[int, int], trie: TrieLevels
-) -> SubterminalTree:
-    """The subterminal tree of ``position`` over the vocabulary of ``trie``."""
-    tree = SubterminalTree()
-    rows, accept, first, ignore = grammar.rows, grammar.accept, grammar.first, grammar.ignore
-    t0, q0 = position
-    # walk elements: (tree node, terminal, dfa state, still the position's own terminal)
-    start = frozenset() if position == BOUNDARY else frozenset({(0, t0, q0, True)})
-    sets: list[frozenset] = [start]
-    ids: dict[frozenset, int] = {start: 0}
-
-    follows, label = grammar.follows, tree.label
-
-    def starts(node: int, after: frozenset[int] | None, byte: int):
-        """Elements for the terminals ``byte`` starts, if they may follow ``after``."""
-        return (
-            (node, u, qu, False)
-            for u, qu in first[byte]
-            if after is None or u in after or u in ignore
+        self.depth = np.ascontiguousarray(trie.depth, dtype=np.int32)
+        self.edge = np.ascontiguousarray(trie.edge_byte, dtype=np.uint8)
+        self.subtree_end = np.ascontiguousarray(trie.subtree_end, dtype=np.int32)
+        self.token_offsets = np.ascontiguousarray(trie.token_offsets, dtype=np.int32)
+        self.token_ids = np.ascontiguousarray(trie.token_ids, dtype=np.int32)
+        self.token_node = np.repeat(  # the node of each entry of token_ids
+            np.arange(self.num_nodes, dtype=np.int32), np.diff(self.token_offsets)
         )
+        self.root_children = np.flatnonzero(trie.parent == 0).astype(np.int32)
+        self.token_node.flags.writeable = False  # like the trie's own arrays
+        self._scratch = threading.local()
+        kernels.warm_up()
 
-    def step(sid: int, byte: int) -> int:
-        out = set()
-        for node, t, q, own in sets[sid]:
+    def scratch(self) -> tuple[np.ndarray, ...]:
+        """This thread's walk buffers ``(path, node_set, runs, pending,
+        pending_sets, tokens, local)``, reused by every walk it runs (fresh
+        pages would cost a fault each)."""
+        buffers = getattr(self._scratch, "buffers", None)
+        if buffers is None:
+            nodes, tokens = self.num_nodes, self.token_ids.size
+            buffers = self._scratch.buffers = (
+                np.empty(int(self.depth.max()) + 1, dtype=np.int32),
+                np.empty(nodes, dtype=np.int32),
+                np.empty(2 * nodes, dtype=np.int32),
+                np.empty(nodes, dtype=np.int32),
+                np.empty(nodes, dtype=np.int32),
+                np.empty(tokens, dtype=np.int32),
+                np.empty(tokens, dtype=np.int32),
+            )
+        return buffers
+
+
+#: walk sets a builder keeps before it starts over (each holds a 1 KiB row of steps)
+MAX_WALK_SETS = 8192
+
+Element = tuple[int, int, int, bool]  # (path node, terminal or -1 at the boundary, state, own)
+
+
+class TreeBuilder:
+    """Builds the trees of one scanner grammar over one vocabulary, sharing
+    the walk's memo between positions: the interned walk sets, their steps
+    (``steps[set, byte]``: the next set, ``DEAD`` or ``UNKNOWN``) and the
+    path nodes (terminal sequences, numbered as met). The memo starts over
+    when it holds ``max_sets`` sets, so it stays bounded. Not thread-safe:
+    callers serialize :meth:`build` (holding ``lock``)."""
+
+    def __init__(self, grammar: ScannerGrammar, trie: VocabTrie, max_sets: int = MAX_WALK_SETS):
+        self.grammar, self.trie, self.max_sets = grammar, trie, max_sets
+        self.lock = threading.Lock()
+        # bytes starting the same terminals in the same states share a class
+        firsts: dict[tuple, int] = {}
+        self._first_class = [firsts.setdefault(tuple(f), len(firsts)) for f in grammar.first]
+        self._reset()
+
+    def _reset(self) -> None:
+        self.sets: list[frozenset[Element]] = []
+        self._ids: dict[frozenset[Element], int] = {}
+        self.steps = np.full((64, 256), kernels.UNKNOWN, dtype=np.int32)
+        self._children: list[dict[int, int]] = [{}]  # path node -> {terminal: path node}
+        self._parent: list[int] = [-1]
+        self._label: list[int] = [-1]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the steps table (the memo's bulk)."""
+        return self.steps.nbytes
+
+    def _intern(self, elements: frozenset[Element]) -> int:
+        sid = self._ids.get(elements)
+        if sid is None:
+            sid = self._ids[elements] = len(self.sets)
+            self.sets.append(elements)
+            if sid >= self.steps.shape[0]:
+                grown = np.full((2 * self.steps.shape[0], 256), kernels.UNKNOWN, dtype=np.int32)
+                grown[: self.steps.shape[0]] = self.steps
+                self.steps = grown
+        return sid
+
+    def _child(self, node: int, terminal: int) -> int:
+        nxt = self._children[node].get(terminal)
+        if nxt is None:
+            nxt = self._children[node][terminal] = len(self._children)
+            self._children.append({})
+            self._parent.append(node)
+            self._label.append(terminal)
+        return nxt
+
+    def _step(self, sid: int, byte: int) -> int:
+        """The set after ``byte`` from set ``sid`` (``DEAD`` if empty)."""
+        g = self.grammar
+        rows, accept, first, ignore, follows = g.rows, g.accept, g.first, g.ignore, g.follows
+        label = self._label
+        out: set[Element] = set()
+
+        def start(node: int, after: frozenset[int] | None) -> None:
+            """The terminals ``byte`` starts, if they may follow ``after``."""
+            for u, qu in first[byte]:
+                if after is None or u in after or u in ignore:
+                    out.add((node, u, qu, False))
+
+        for node, t, q, own in self.sets[sid]:
+            if t < 0:  # the boundary: the byte starts a terminal
+                start(0, g.initial)
+                continue
             q2 = rows[t][q][byte]
             if q2 >= 0:
                 out.add((node, t, q2, own))
             if accept[t][q]:
                 if t in ignore:  # the last completed terminal is the node's label
-                    out.update(starts(node, follows[label[node]] if node else None, byte))
+                    start(node, follows[label[node]] if node else None)
                 else:
-                    child = tree.child(node, t)
-                    out.update(starts(child, follows[t], byte))
-        if position == BOUNDARY and sid == 0:
-            out.update(starts(0, grammar.initial, byte))
-        if not out:
-            return -1
-        key = frozenset(out)
-        nxt = ids.get(key)
-        if nxt is None:
-            nxt = ids[key] = len(sets)
-            sets.append(key)
-        return nxt
+                    start(self._child(node, t), follows[t])
+        return self._intern(frozenset(out)) if out else kernels.DEAD
 
-    # The walk's set at every trie node, one depth at a time: a node's set is
-    # step(its parent's set, its byte), a pure function of the pair, so each
-    # level is one table lookup for all its nodes; only pairs not met before
-    # run ``step`` (in Python). Dead nodes (-1) have dead subtrees.
-    steps = np.full((64, 256), _UNKNOWN, dtype=np.int64)
-    node_set = np.full(trie.num_nodes, -1, dtype=np.int64)
-    node_set[0] = 0
-    for nodes, parents, edges in trie.levels:
-        here = node_set[parents]
-        live = here >= 0
-        if not live.any():
-            break  # deeper nodes all descend from dead ones
-        nodes, here, edges = nodes[live], here[live], edges[live]
-        nxt = steps[here, edges]
-        unknown = nxt == _UNKNOWN
-        if unknown.any():
-            for pair in np.unique(here[unknown] * 256 + edges[unknown]).tolist():
-                sid, byte = divmod(pair, 256)
-                steps[sid, byte] = step(sid, byte)
-                if len(sets) > steps.shape[0]:
-                    grown = np.full((2 * len(sets), 256), _UNKNOWN, dtype=np.int64)
-                    grown[: steps.shape[0]] = steps
-                    steps = grown
-            nxt = steps[here, edges]
-        node_set[nodes] = nxt
+    def _step_all(self, sid: int) -> None:
+        """Fill the steps of set ``sid`` for every byte. Bytes that every
+        element's automaton row and the terminals they start treat alike
+        (a byte class) share one :meth:`_step`."""
+        g = self.grammar
+        columns = []
+        starts = False
+        for _node, t, q, _own in self.sets[sid]:
+            if t < 0:
+                starts = True
+            else:
+                columns.append(g.rows[t][q])
+                starts = starts or g.accept[t][q]
+        if starts:
+            columns.append(self._first_class)
+        # each byte's signature; the last byte of each signature stands for its class
+        signatures = columns[0] if len(columns) == 1 else list(zip(*columns, strict=True))
+        last = dict(zip(signatures, range(256), strict=True))
+        step = {byte: self._step(sid, byte) for byte in last.values()}
+        row = list(map(step.__getitem__, map(last.__getitem__, signatures)))
+        self.steps[sid] = row  # after the steps: interning may grow the table
 
-    # tokens by walk set, then groups by (tree node, terminal, free?)
-    token_sets = node_set[trie.token_nodes]
-    live = token_sets >= 0  # (only the trie's root, which holds no token, has the start set)
-    tokens, token_sets = trie.token_ids[live], token_sets[live]
-    order = np.argsort(token_sets, kind="stable")
-    tokens, token_sets = tokens[order], token_sets[order]
-    bounds = np.flatnonzero(np.diff(token_sets)) + 1
-    groups: dict[tuple[int, int, bool], list[np.ndarray]] = {}
-    for chunk_tokens, sid in zip(
-        np.split(tokens, bounds),
-        token_sets[np.r_[0, bounds]].tolist() if tokens.size else [],
-        strict=False,
-    ):
-        for node, t, _q, own in sets[sid]:
-            groups.setdefault((node, t, own or t in ignore), []).append(chunk_tokens)
-    nodes = tree.num_nodes
-    tree.free = [None] * nodes
-    tree.checked = [[] for _ in range(nodes)]
-    free_ids: dict[int, list[np.ndarray]] = {}
-    for (node, t, is_free), parts in groups.items():
-        if is_free:
-            free_ids.setdefault(node, []).extend(parts)
-        else:
-            tree.checked[node].append((t, _packed(parts, trie.size)))
-    for node, parts in free_ids.items():
-        tree.free[node] = _packed(parts, trie.size)
-    tree.walk_states = len(sets)
-    return tree
+    def build(self, position: tuple[int, int]) -> SubterminalTree:
+        """The subterminal tree of ``position``."""
+        if len(self.sets) >= self.max_sets:
+            self._reset()
+        t0, q0 = position
+        start = self._intern(
+            frozenset({(0, -1, 0, False) if position == BOUNDARY else (0, t0, q0, True)})
+        )
+        trie = self.trie
+        path, node_set, runs, pending, pending_sets, tokens, local = trie.scratch()
+        los, lo_sets = trie.root_children, np.full(trie.root_children.size, start, dtype=np.int32)
+        n_runs = 0
+        while True:  # a compiled walk until it meets sets never stepped, which Python steps
+            n_pending, n_runs = kernels.walk_subtrees(
+                los, lo_sets, trie.depth, trie.edge, trie.subtree_end, self.steps, path,
+                node_set, runs, n_runs, pending, pending_sets,
+            )  # fmt: skip
+            if not n_pending:
+                break
+            los, lo_sets = pending[:n_pending].copy(), pending_sets[:n_pending].copy()
+            for sid in np.unique(lo_sets).tolist():
+                self._step_all(sid)
+        n_tokens, set_ids = kernels.gather_tokens(
+            runs[:n_runs], trie.token_offsets, trie.token_ids, trie.token_node, node_set,
+            len(self.sets), tokens, local,
+        )  # fmt: skip
+        return self._tree(tokens[:n_tokens], local[:n_tokens], set_ids)
+
+    def _tree(self, tokens: np.ndarray, local: np.ndarray, set_ids: np.ndarray) -> SubterminalTree:
+        """Group the live tokens (``local``: each one's index into the walk
+        sets ``set_ids``) by (path node, terminal ended in, free?) and keep
+        the path nodes with tokens at or below them."""
+        ignore = self.grammar.ignore
+        groups: dict[tuple[int, int], int] = {}  # (path node, terminal or -1 if free) -> row
+        ptr, members = [0], []
+        for sid in set_ids.tolist():
+            for node, t, _q, own in self.sets[sid]:
+                if t < 0:
+                    continue
+                key = (node, -1 if own or t in ignore else t)
+                members.append(groups.setdefault(key, len(groups)))
+            ptr.append(len(members))
+        rows = kernels.pack_groups(
+            tokens,
+            local,
+            np.asarray(ptr, dtype=np.int32),
+            np.asarray(members, dtype=np.int32),
+            len(groups),
+            self.trie.words,
+        ).view(np.int32)
+        rows.flags.writeable = False
+        # the path nodes of the groups and their ancestors, renumbered from the root
+        local_of = {0: 0}
+        tree = SubterminalTree()
+        for node in sorted({node for node, _ in groups}):
+            chain = []
+            while node not in local_of:
+                chain.append(node)
+                node = self._parent[node]
+            for path_node in reversed(chain):
+                local_of[path_node] = len(tree.children)
+                tree.children[local_of[self._parent[path_node]]][self._label[path_node]] = len(
+                    tree.children
+                )
+                tree.children.append({})
+                tree.label.append(self._label[path_node])
+        tree.free = [None] * tree.num_nodes
+        tree.checked = [[] for _ in range(tree.num_nodes)]
+        for (node, t), row in groups.items():
+            if t < 0:
+                tree.free[local_of[node]] = rows[row]
+            else:
+                tree.checked[local_of[node]].append((t, rows[row]))
+        tree.walk_states = len(set_ids)
+        return tree
 
 
-def _packed(parts: list[np.ndarray], size: int) -> np.ndarray:
-    """The packed row of the token ids in ``parts`` (read-only)."""
-    allowed = np.zeros(bitmask_words(size) * 32, dtype=bool)  # padded: packed without a copy
-    for part in parts:
-        allowed[part] = True
-    words = pack_row(allowed)
-    words.flags.writeable = False
-    return words
+def build_tree(
+    grammar: ScannerGrammar, position: tuple[int, int], trie: VocabTrie
+) -> SubterminalTree:
+    """The subterminal tree of ``position`` over the vocabulary of ``trie``
+    (with a memo of its own: :class:`TreeBuilder` shares one between positions)."""
+    return TreeBuilder(grammar, trie).build(position)

@@ -294,3 +294,74 @@ def test_regexes_with_the_empty_string(pattern, naive):
             got.update([token])
             want.update([token])
         assert got.mask() == want.mask() and got.is_accepting() == want.is_accepting()
+
+
+def _content(tree) -> dict:
+    """A tree as {path of terminals: (free tokens, {terminal: checked tokens})},
+    independent of how its nodes are numbered."""
+    paths, todo = {}, [(0, ())]
+    while todo:
+        node, path = todo.pop()
+        free = tree.free[node]
+        checked = {t: m.tobytes() for t, m in tree.checked[node]}
+        paths[path] = (None if free is None else free.tobytes(), checked)
+        todo.extend((child, (*path, t)) for t, child in tree.children[node].items())
+    return paths
+
+
+@pytest.mark.parametrize("name", ["json", "c-subset"])
+def test_trees_sharing_a_memo_equal_trees_built_alone(vocab, name):
+    """Positions share the walk's memo (sets, steps, paths): a tree built
+    after others, or after the memo started over, is the tree a fresh
+    builder gives; and no tree keeps a path without tokens below it."""
+    from constrain_domino import TreeBuilder, VocabTrie, build_tree
+
+    compiled = ca.get("domino").compile(ca.Grammar(GRAMMARS[name][0]), vocab)
+    grammar, trie = compiled.grammar, VocabTrie(vocab)
+    positions = grammar.positions
+    alone = {p: _content(build_tree(grammar, p, trie)) for p in positions}
+    shared, small = TreeBuilder(grammar, trie), TreeBuilder(grammar, trie, max_sets=8)
+    for p in positions + positions[::-1]:  # built again once the memo knows every step
+        assert _content(shared.build(p)) == alone[p], p
+        assert _content(small.build(p)) == alone[p], p
+        assert len(small.sets) <= 8 + len(shared.sets)
+    assert len(shared.sets) > 8  # so the small builder did start over
+    for p in positions:
+        tree = shared.build(p)
+        for node in range(1, tree.num_nodes):
+            below = [node]
+            has_tokens = False
+            while below and not has_tokens:
+                n = below.pop()
+                has_tokens = tree.free[n] is not None or bool(tree.checked[n])
+                below.extend(tree.children[n].values())
+            assert has_tokens, (p, node)
+
+
+def test_trees_built_by_two_threads_at_once_equal_trees_built_alone(vocab):
+    """Two threads reaching the positions of one compiled grammar in
+    opposite orders share its builder (serialized by its lock): every tree
+    is the one a fresh builder gives."""
+    import threading
+
+    from constrain_domino import VocabTrie, build_tree
+
+    compiled = ca.get("domino").compile(ca.Grammar(corpus.JSON_GRAMMAR), vocab)
+    positions = compiled.grammar.positions
+    trie = VocabTrie(vocab)
+    alone = {p: _content(build_tree(compiled.grammar, p, trie)) for p in positions}
+    seen: list[dict] = [{}, {}]
+
+    def build(order, out):
+        for p in order:
+            out[p] = _content(compiled.tree(p))
+
+    threads = [
+        threading.Thread(target=build, args=(order, out))
+        for order, out in zip((positions, positions[::-1]), seen, strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen[0] == seen[1] == alone
