@@ -123,9 +123,14 @@ class Results:
         return seen
 
     def refusal(self, test: str, backend: str, workload: str, vocab_name: str) -> str | None:
+        found = self.refusal_entry(test, backend, workload, vocab_name)
+        return None if found is None else found["error"]
+
+    def refusal_entry(self, test: str, backend: str, workload: str, vocab_name: str) -> dict | None:
+        """The recorded refusal (``error``, ``reason``...) of that cell, if any."""
         for (t, b, w, v), r in self.refusals.items():
             if t == test and b == backend and w == workload and v == vocab_name:
-                return r["error"]
+                return r
         return None
 
 
@@ -264,31 +269,35 @@ def _loop_table(results: Results, vocab: str) -> list[str]:
         if b["params"].get("vocab") == vocab
     ]
     cells = results.cells("test_loop", vocab)
-    if not base or not cells:
+    skipped = {
+        (r["workload"], r["backend"]): r["reason"]
+        for r in results.refusals.values()
+        if r["test"] == "loop" and r["vocab"] == vocab
+    }
+    if not base or not (cells or skipped):
         return []
     unconstrained = base[0]["extra_info"]["tokens_per_s"]
     device = base[0]["extra_info"].get("device", "cpu")
-    backends = sorted({b for _w, b in cells})
-    workloads = sorted({w for w, _b in cells})
-    rows = [
-        [f"`{w}`"]
-        + [
-            (
-                f"{cells[(w, b)]['extra_info']['tokens_per_s']:,.0f} "
-                f"({cells[(w, b)]['extra_info']['tokens_per_s'] / unconstrained:.2f}×)"
-            )
-            if (w, b) in cells
-            else "—"
-            for b in backends
-        ]
-        for w in workloads
-    ]
+    backends = sorted({b for _w, b in [*cells, *skipped]})
+    workloads = sorted({w for w, _b in [*cells, *skipped]})
+
+    def cell(w: str, b: str) -> str:
+        if (w, b) in cells:
+            tokens_per_s = cells[(w, b)]["extra_info"]["tokens_per_s"]
+            return f"{tokens_per_s:,.0f} ({tokens_per_s / unconstrained:.2f}×)"
+        if (w, b) in skipped:
+            return f"skipped ({skipped[(w, b)]})"
+        return "—"
+
+    rows = [[f"`{w}`"] + [cell(w, b) for b in backends] for w in workloads]
     return [
         "### End to end: tokens/s on the shared loop (ratio to unconstrained)",
         "",
         f"The embedded model (`tiny_model`, random weights, on {device}), 4 sequences, "
         f"sampling, 48 tokens at most; unconstrained: {unconstrained:,.0f} tokens/s. "
-        "The ratio is the backend's overhead: the model is the same.",
+        "The ratio is the backend's overhead: the model is the same. *skipped (…)*: the "
+        "loop's masks alone, projected from the first masks along the workload's document, "
+        "would exceed the budget (`$CONSTRAIN_BENCH_LOOP_BUDGET_S`, 120 s by default).",
         "",
         *_table(["workload", *[f"`{b}`" for b in backends]], rows),
     ]

@@ -146,6 +146,12 @@ def selected_backends() -> list[str]:
     return [info.name for info in ca.available()]
 
 
+def loop_budget_s() -> float:
+    """``$CONSTRAIN_BENCH_LOOP_BUDGET_S``, else 120: the seconds of masks a
+    backend's decoding loop on one workload may be projected to take."""
+    return float(os.environ.get("CONSTRAIN_BENCH_LOOP_BUDGET_S", "120"))
+
+
 def quick() -> bool:
     """Whether ``$CONSTRAIN_BENCH_QUICK`` asks for the short run."""
     return os.environ.get("CONSTRAIN_BENCH_QUICK", "") not in ("", "0")

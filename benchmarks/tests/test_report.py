@@ -79,3 +79,37 @@ def test_refused_cells_name_the_error():
     assert "| `w` | 2.0 (1.0–3.0) |" in "\n".join(lines)
     assert results.refusal("compile", "fst", "w", "small") == "CompileLimitExceeded"
     assert results.refusal("compile", "fst", "w", "llama3") is None
+
+
+def test_a_loop_projected_past_its_budget_is_skipped_and_the_report_says_why(tmp_path, monkeypatch):
+    """The loop's masks are projected from the first masks along the
+    document; past ``$CONSTRAIN_BENCH_LOOP_BUDGET_S`` the loop is not run
+    (XGrammar would take half an hour on the GSM8K schema) and its cell
+    says why, instead of a figure or a bare dash."""
+    monkeypatch.setenv("CONSTRAIN_BENCH_LOOP_BUDGET_S", "0")
+    out = tmp_path / "bench"
+    code = cli.main(
+        [
+            "--quick",
+            "--vocab",
+            "small",
+            "--backend",
+            "naive",
+            "--select",
+            "(koo-iso-date-time and (test_loop or test_compile)) or unconstrained",
+            "--no-maskbench",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    bench = json.loads((out / "raw" / "bench.json").read_text())
+    names = {b["name"] for b in bench["benchmarks"]}
+    assert "test_loop_unconstrained[small]" in names
+    assert not any(n.startswith("test_loop[") for n in names)
+    [row] = [
+        line
+        for line in (out / "REPORT.md").read_text().splitlines()
+        if line.startswith("| `koo-iso-date-time` |") and "per mask" in line
+    ]
+    assert "skipped (" in row and "s per mask, projected" in row and "> 0 s)" in row
