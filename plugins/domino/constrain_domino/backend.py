@@ -87,7 +87,15 @@ class DominoCompiler(BaseCompiler):
         )
         backend = self.backend
         return DominoCompiled(
-            spec, self.vocab, stats, grammar, lr, self.trie, backend.k, backend.mask_cache
+            spec,
+            self.vocab,
+            stats,
+            grammar,
+            lr,
+            self.trie,
+            backend.k,
+            backend.mask_cache,
+            backend.tree_bytes,
         )
 
 
@@ -97,18 +105,29 @@ class DominoBackend(BaseBackend):
     Options: ``max_states`` (also per ``compile``) bounds each terminal's
     automaton, whose states are found as decoding walks them
     (``CompileLimitExceeded`` from the step that finds one too many);
-    ``mask_cache`` the masks kept per compiled constraint."""
+    ``mask_cache`` the masks kept per compiled constraint; ``tree_bytes``
+    the bytes of tree masks kept per compiled constraint (the least recently
+    used trees beyond it are dropped, and rebuilt if a state needs them)."""
 
     name = "domino"
     compiler_class = DominoCompiler
     compile_options = ("max_states",)
 
-    def __init__(self, k: int | None = None, max_states: int = 100_000, mask_cache: int = 4096):
+    def __init__(
+        self,
+        k: int | None = None,
+        max_states: int = 100_000,
+        mask_cache: int = 4096,
+        tree_bytes: int = 256 * 2**20,
+    ):
         if k is not None and (not isinstance(k, int) or k < 0):
             raise ValueError(f"k must be None or an integer >= 0, not {k!r}")
         self.k = k
         self.max_states = max_states
         self.mask_cache = mask_cache
+        if not isinstance(tree_bytes, int) or tree_bytes < 0:
+            raise ValueError(f"tree_bytes must be an integer >= 0, not {tree_bytes!r}")
+        self.tree_bytes = tree_bytes
         exact = KINDS if k is None else REGULAR
         self.capabilities = Capabilities(
             kinds=KINDS,
@@ -121,8 +140,10 @@ class DominoBackend(BaseBackend):
 
 
 class DominoCompiled(BaseCompiled):
-    """The scanner grammar, the LR tables, the trees (lazily, per position)
-    and the masks of the states met (an LRU of ``mask_cache`` entries)."""
+    """The scanner grammar, the LR tables, the trees (lazily, per position;
+    an LRU holding at most ``tree_bytes`` of masks besides the newest tree,
+    ``tree_bytes_held`` now) and the masks of the states met (an LRU of
+    ``mask_cache`` entries)."""
 
     def __init__(
         self,
@@ -134,13 +155,15 @@ class DominoCompiled(BaseCompiled):
         trie: VocabTrie,
         k,
         mask_cache: int,
+        tree_bytes: int = 256 * 2**20,
     ):
         super().__init__(spec, vocab, stats)
         self.grammar = grammar
         self.lr = lr
         self.k = k
         self._builder = TreeBuilder(grammar, trie)
-        self._trees: dict[tuple[int, int], SubterminalTree] = {}
+        self._trees: OrderedDict[tuple[int, int], SubterminalTree] = OrderedDict()
+        self._tree_bytes, self.tree_bytes_held = tree_bytes, 0
         self._masks: OrderedDict[State, np.ndarray] = OrderedDict()
         self._mask_cache = mask_cache
         self._lock = threading.Lock()
@@ -156,26 +179,38 @@ class DominoCompiled(BaseCompiled):
     def tree(self, position: tuple[int, int]) -> SubterminalTree:
         """The subterminal tree of ``position`` (built on first use)."""
         tree = self._trees.get(position)
-        if tree is None:
-            with self._builder.lock:  # the builder's memo is shared by the positions
-                tree = self._trees.get(position)
-                if tree is None:
-                    start = time.perf_counter()
-                    tree = self._builder.build(position)
-                    tree.seconds = time.perf_counter() - start
-                    self._trees[position] = tree
+        if tree is not None:
+            with contextlib.suppress(KeyError):  # another thread may have dropped it
+                self._trees.move_to_end(position)  # least recently used goes first
+            return tree
+        with self._builder.lock:  # the builder's memo is shared by the positions
+            tree = self._trees.get(position)
+            if tree is None:
+                start = time.perf_counter()
+                tree = self._builder.build(position)
+                tree.seconds = time.perf_counter() - start
+                self._trees[position] = tree
+                self.tree_bytes_held += tree.nbytes
+                while self.tree_bytes_held > self._tree_bytes and len(self._trees) > 1:
+                    _, dropped = self._trees.popitem(last=False)
+                    self.tree_bytes_held -= dropped.nbytes
         return tree
 
     def precompute(self) -> dict[str, float]:
         """Build every position's tree now (the paper's offline step); returns
         ``{"positions", "seconds", "tree_nodes", "mask_bytes"}``."""
         start = time.perf_counter()
-        trees = [self.tree(p) for p in self.grammar.positions]
+        positions = nodes = mask_bytes = 0
+        for position in self.grammar.positions:  # not held here: the LRU may drop them
+            tree = self.tree(position)
+            positions += 1
+            nodes += tree.num_nodes
+            mask_bytes += tree.nbytes
         return {
-            "positions": len(trees),
+            "positions": positions,
             "seconds": time.perf_counter() - start,
-            "tree_nodes": sum(t.num_nodes for t in trees),
-            "mask_bytes": sum(t.nbytes for t in trees),
+            "tree_nodes": nodes,
+            "mask_bytes": mask_bytes,
         }
 
     # -- scanning with the parser ------------------------------------------------------

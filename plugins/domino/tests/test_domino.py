@@ -365,3 +365,28 @@ def test_trees_built_by_two_threads_at_once_equal_trees_built_alone(vocab):
     for thread in threads:
         thread.join()
     assert seen[0] == seen[1] == alone
+
+
+def test_trees_beyond_their_byte_bound_are_dropped_and_rebuilt_alike(vocab, naive):
+    """``tree_bytes`` bounds the masks a compiled grammar keeps in trees
+    (least recently used first, the newest tree always kept): with room for
+    about one tree, decoding rebuilds dropped trees and its masks stay the
+    oracle's; the default keeps every tree of the grammar."""
+    spec = ca.Grammar(corpus.JSON_GRAMMAR)
+    roomy = ca.get("domino").compile(spec, vocab)
+    info = roomy.precompute()
+    assert roomy.tree_bytes_held == info["mask_bytes"]  # nothing dropped
+    largest = max(roomy.tree(p).nbytes for p in roomy.grammar.positions)
+    tight = ca.get("domino", tree_bytes=largest).compile(spec, vocab)
+    oracle = naive.compile(spec, vocab)
+    for doc in GRAMMARS["json"][1]:
+        for path in _paths(vocab, oracle, [doc], "tree-bytes"):
+            result = checks.compare_masks(tight, oracle, path)
+            assert result.exact, result.describe(vocab)
+            assert tight.tree_bytes_held <= 2 * largest
+    tight.precompute()
+    assert tight.tree_bytes_held <= 2 * largest < info["mask_bytes"]
+    for position in roomy.grammar.positions:
+        assert _content(tight.tree(position)) == _content(roomy.tree(position)), position
+    with pytest.raises(ValueError, match="tree_bytes"):
+        ca.get("domino", tree_bytes=-1)
