@@ -54,8 +54,13 @@ binary properties), inline modifiers ``(?i:...)``. A malformed pattern raises
 Search semantics: the pattern is split at its top-level ``|``; an
 alternative starting with ``^`` is anchored at the start, else preceded by
 any text, one ending with ``$`` anchored at the end, else followed by any text
-(ECMA's ``$`` never matches before a final newline). The free ends are then
-trimmed without changing the language (``a+`` unanchored is ``…a…``).
+(ECMA's ``$`` never matches before a final newline). Inside a top-level
+alternative (there is no multiline flag) ``^`` holds only where the text
+before it is empty and ``$`` only where the text after it is: text that may
+be empty there is dropped, text that must not be makes the alternative match
+nothing (``/^[0-9]{4}$/`` with its slashes matches no string); anchors inside
+groups are refused. The free ends are then trimmed without changing the
+language (``a+`` unanchored is ``…a…``).
 
 Lengths: ``minLength``/``maxLength`` combine with a pattern exactly, by
 restricting the pattern's AST by length: the bounds are dropped when the
@@ -682,26 +687,37 @@ class _EcmaParser:
         return alt(*options)
 
     def alternative(self, top: bool) -> tuple[Node, bool, bool]:
+        """One alternative and whether it is anchored at the start and the
+        end. In a top-level alternative, ``^`` after text that must be
+        non-empty, or ``$`` before it, never holds (no multiline flag): the
+        alternative matches nothing; after or before text that may be empty,
+        that text must be empty there, so it is dropped."""
         parts: list[Node] = []
-        start = end = False
+        start = end = void = False
+        end_at: int | None = None  # how many parts came before the first $
         while not self.at_end() and self.peek() not in "|)":
             c = self.peek()
             if c == "^":
-                if top and not parts:
-                    start = True
+                if top and end_at is None:
+                    void = void or (bool(parts) and not nullable(seq(*parts)))
+                    parts, start = [], True
                     self.i += 1
                     continue
-                raise _Unsupported("anchor ^ not at the start of a top-level alternative")
+                raise _Unsupported("anchor ^ inside a group or after $")
             if c == "$":
-                j = self.i
-                while j < len(self.p) and self.p[j] == "$":
-                    j += 1
-                if top and (j == len(self.p) or self.p[j] == "|"):
-                    end = True
-                    self.i = j
-                    continue
-                raise _Unsupported("anchor $ not at the end of a top-level alternative")
+                if not top:
+                    raise _Unsupported("anchor $ inside a group")
+                while self.peek() == "$":
+                    self.i += 1
+                end = True
+                end_at = len(parts) if end_at is None else end_at
+                continue
             parts.append(self.quantified(self.atom()))
+        if end_at is not None:
+            after, parts = parts[end_at:], parts[:end_at]
+            void = void or (bool(after) and not nullable(seq(*after)))
+        if void:
+            return _VOID, False, False
         return seq(*parts), start, end
 
     def quantified(self, node: Node) -> Node:
