@@ -123,15 +123,9 @@ class Results:
         return seen
 
     def refusal(self, test: str, backend: str, workload: str, vocab_name: str) -> str | None:
-        found = self.refusal_entry(test, backend, workload, vocab_name)
-        return None if found is None else found["error"]
-
-    def refusal_entry(self, test: str, backend: str, workload: str, vocab_name: str) -> dict | None:
-        """The recorded refusal (``error``, ``reason``...) of that cell, if any."""
         for (t, b, w, v), r in self.refusals.items():
             if t == test and b == backend and w == workload and v == vocab_name:
-                return r
-        return None
+                return r["error"]
 
 
 def _matrix(results: Results, test: str, vocab: str, workloads: list[str], fmt) -> list[str]:

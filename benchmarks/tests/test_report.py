@@ -8,24 +8,17 @@ import json
 from constrain_bench import cli, report
 
 
+def _quick_small_run(out, backends: list[str], select: str) -> int:
+    """``constrain_bench --quick`` on the small vocabulary, no MaskBench stage."""
+    chosen = [arg for backend in backends for arg in ("--backend", backend)]
+    rest = ["--select", select, "--no-maskbench", "--out", str(out)]
+    return cli.main(["--quick", "--vocab", "small", *chosen, *rest])
+
+
 def test_quick_run_writes_a_report_with_every_selected_backend(tmp_path):
     out = tmp_path / "bench"
-    code = cli.main(
-        [
-            "--quick",
-            "--vocab",
-            "small",
-            "--backend",
-            "naive",
-            "--backend",
-            "fsm",
-            "--select",
-            "koo-iso-date-time or domino-json or unconstrained or scaling_constraint",
-            "--no-maskbench",
-            "--out",
-            str(out),
-        ]
-    )
+    select = "koo-iso-date-time or domino-json or unconstrained or scaling_constraint"
+    code = _quick_small_run(out, ["naive", "fsm"], select)
     assert code == 0
     text = (out / "REPORT.md").read_text()
     bench = json.loads((out / "raw" / "bench.json").read_text())
@@ -88,21 +81,8 @@ def test_a_loop_projected_past_its_budget_is_skipped_and_the_report_says_why(tmp
     says why, instead of a figure or a bare dash."""
     monkeypatch.setenv("CONSTRAIN_BENCH_LOOP_BUDGET_S", "0")
     out = tmp_path / "bench"
-    code = cli.main(
-        [
-            "--quick",
-            "--vocab",
-            "small",
-            "--backend",
-            "naive",
-            "--select",
-            "(koo-iso-date-time and (test_loop or test_compile)) or unconstrained",
-            "--no-maskbench",
-            "--out",
-            str(out),
-        ]
-    )
-    assert code == 0
+    select = "(koo-iso-date-time and (test_loop or test_compile)) or unconstrained"
+    assert _quick_small_run(out, ["naive"], select) == 0
     bench = json.loads((out / "raw" / "bench.json").read_text())
     names = {b["name"] for b in bench["benchmarks"]}
     assert "test_loop_unconstrained[small]" in names

@@ -51,6 +51,8 @@ KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
 REGULAR = frozenset({"regex", "choice"})
 
 _UNKNOWN = object()
+#: the default bound on the bytes of tree masks a compiled constraint keeps
+TREE_BYTES = 256 * 2**20
 
 Config = tuple[Stack, int, int]  # (parser stack, terminal or -1 at the boundary, dfa state)
 State = frozenset  # of Config
@@ -118,7 +120,7 @@ class DominoBackend(BaseBackend):
         k: int | None = None,
         max_states: int = 100_000,
         mask_cache: int = 4096,
-        tree_bytes: int = 256 * 2**20,
+        tree_bytes: int = TREE_BYTES,
     ):
         if k is not None and (not isinstance(k, int) or k < 0):
             raise ValueError(f"k must be None or an integer >= 0, not {k!r}")
@@ -155,7 +157,7 @@ class DominoCompiled(BaseCompiled):
         trie: VocabTrie,
         k,
         mask_cache: int,
-        tree_bytes: int = 256 * 2**20,
+        tree_bytes: int = TREE_BYTES,
     ):
         super().__init__(spec, vocab, stats)
         self.grammar = grammar

@@ -271,13 +271,12 @@ class TreeBuilder:
             while node not in local_of:
                 chain.append(node)
                 node = self._parent[node]
-            for path_node in reversed(chain):
-                local_of[path_node] = len(tree.children)
-                tree.children[local_of[self._parent[path_node]]][self._label[path_node]] = len(
-                    tree.children
-                )
+            for path_node in reversed(chain):  # parents first
+                here, terminal = len(tree.children), self._label[path_node]
+                local_of[path_node] = here
+                tree.children[local_of[self._parent[path_node]]][terminal] = here
                 tree.children.append({})
-                tree.label.append(self._label[path_node])
+                tree.label.append(terminal)
         tree.free = [None] * tree.num_nodes
         tree.checked = [[] for _ in range(tree.num_nodes)]
         for (node, t), row in groups.items():
