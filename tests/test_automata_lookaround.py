@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from constrain_api.automata import (
+    Alt,
     ByteDFA,
     CharSet,
     Difference,
@@ -25,6 +26,7 @@ from constrain_api.automata import (
     parse_regex,
     quantifier_modes,
 )
+from constrain_api.automata.regex import has_lookaround, is_void
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -483,3 +485,24 @@ def test_shortest_examples() -> None:
     assert ByteDFA.empty().shortest().is_empty()
     s = ByteDFA.from_regex("a+b").shortest()
     assert s.same_language(ByteDFA.from_regex("a+b"))  # already prefix-free
+
+
+def test_void_and_lookaround_predicates_on_shared_subtrees() -> None:
+    """With a memo, a subtree shared by many trees (or many times by one) is
+    decided once: a tree of 2**60 paths is answered, and each answer equals
+    the answer for the same tree built without sharing."""
+    a, void = Literal("a"), CharSet(())
+    diff = Difference(Literal("ab"), Literal("a"))
+    for leaf, voids, looks in ((a, False, False), (void, True, False), (diff, False, True)):
+        node = leaf
+        for _ in range(60):  # each level refers to the one below twice
+            node = Seq((Alt((node, Literal("b"))), node))
+        memo_void: dict[int, bool] = {}
+        memo_look: dict[int, bool] = {}
+        assert is_void(node, memo_void) is voids
+        assert has_lookaround(node, memo_look) is looks
+        # the memos are answers by node: the shared levels were each decided once
+        assert len(memo_void) <= 3 * 61 + 2 and len(memo_look) <= 3 * 61 + 2
+        small = Seq((Alt((leaf, Literal("b"))), leaf))  # no memo: the plain recursion
+        assert is_void(small) is voids and has_lookaround(small) is looks
+    assert is_void(Intersect(void, a), {}) and not has_lookaround(a, {})

@@ -38,6 +38,8 @@ the language of ``n`` but need not be the same tree.
 
 from __future__ import annotations
 
+import functools
+
 from ..errors import CompileLimitExceeded, UnsupportedConstraint
 from .regex import (
     Alt,
@@ -91,6 +93,8 @@ def _prune(node: Node) -> Node | None:
         return None if node.is_empty() else node
     if isinstance(node, Literal | Empty):
         return node
+    # (a node with nothing to remove is returned as it is: rebuilding it
+    # would hash every subtree again)
     if isinstance(node, Seq):
         parts = []
         for p in node.parts:
@@ -98,9 +102,14 @@ def _prune(node: Node) -> Node | None:
             if q is None:
                 return None
             parts.append(q)
+        if all(q is p for q, p in zip(parts, node.parts, strict=True)):
+            return node
         return seq(*parts)
     if isinstance(node, Alt):
-        options = [q for q in (_prune(o) for o in node.options) if q is not None]
+        pruned = [_prune(o) for o in node.options]
+        if all(q is o for q, o in zip(pruned, node.options, strict=True)):
+            return node
+        options = [q for q in pruned if q is not None]
         return alt(*options) if options else None
     if isinstance(node, Repeat):
         if node.max == 0:
@@ -108,7 +117,7 @@ def _prune(node: Node) -> Node | None:
         inner = _prune(node.node)
         if inner is None:
             return Empty() if node.min == 0 else None
-        return repeat(inner, node.min, node.max)
+        return node if inner is node.node else repeat(inner, node.min, node.max)
     if isinstance(node, Intersect | Difference):
         raise UnsupportedConstraint(
             "automata",
@@ -131,7 +140,7 @@ def _print(node: Node) -> tuple[str, str]:
     if isinstance(node, CharSet):
         return _charset(node), "atom"
     if isinstance(node, Literal):
-        text = "".join(_char(ord(c)) for c in node.text)
+        text = node.text.translate(_ESCAPES)
         return text, "atom" if len(node.text) == 1 else "seq"
     if isinstance(node, Seq):
         texts = [_print(p)[0] for p in node.parts]
@@ -208,6 +217,10 @@ def _char(c: int) -> str:
     return "\\" + ch if ch in _META else ch
 
 
+#: ``_char`` of every character it changes (for ``str.translate``).
+_ESCAPES = {c: _char(c) for c in range(0x80) if _char(c) != chr(c)}
+
+
 def _class_char(c: int) -> str:
     """One character inside a class."""
     if c < 0x20 or c == 0x7F:
@@ -239,6 +252,7 @@ def _class_body(ranges: list[tuple[int, int]]) -> str:
     return "".join(parts)
 
 
+@functools.lru_cache(maxsize=4096)
 def _charset(cs: CharSet) -> str:
     ranges = cs.ranges
     if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:

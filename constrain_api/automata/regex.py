@@ -108,7 +108,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -403,35 +403,57 @@ _VOID = CharSet(())
 _SIGMA_STAR = Repeat(CharSet(((0, MAX_CODE_POINT),)), 0, None)
 
 
-def is_void(node: Node) -> bool:
+def _memo_by_id(decide: Callable[[Node, dict[int, bool]], bool]) -> Callable[..., bool]:
+    """``decide(node, memo)`` answered once per node object: ``memo`` holds
+    the answers by ``id`` (a fresh one when the caller passes none; one
+    shared by many trees decides their shared subtrees once, the nodes
+    staying alive meanwhile)."""
+
+    @functools.wraps(decide)
+    def decided(node: Node, memo: dict[int, bool] | None = None) -> bool:
+        if memo is None:
+            memo = {}
+        found = memo.get(id(node))
+        if found is None:
+            found = memo[id(node)] = decide(node, memo)
+        return found
+
+    return decided
+
+
+@_memo_by_id
+def is_void(node: Node, memo: dict[int, bool]) -> bool:
     """Whether the node surely matches nothing (a sound, syntactic test;
-    exact for a node with no ``Intersect``/``Difference``, see ``has_lookaround``)."""
+    exact for a node with no ``Intersect``/``Difference``, see ``has_lookaround``).
+    ``memo`` (optional): see ``_memo_by_id``."""
     if isinstance(node, CharSet):
         return node.is_empty()
     if isinstance(node, Seq):
-        return any(is_void(p) for p in node.parts)
+        return any(is_void(p, memo) for p in node.parts)
     if isinstance(node, Alt):
-        return all(is_void(o) for o in node.options)
+        return all(is_void(o, memo) for o in node.options)
     if isinstance(node, Repeat):
-        return node.min > 0 and is_void(node.node)
+        return node.min > 0 and is_void(node.node, memo)
     if isinstance(node, Intersect):
-        return is_void(node.left) or is_void(node.right)
+        return is_void(node.left, memo) or is_void(node.right, memo)
     if isinstance(node, Difference):
-        return is_void(node.left)
+        return is_void(node.left, memo)
     return False
 
 
-def has_lookaround(node: Node) -> bool:
+@_memo_by_id
+def has_lookaround(node: Node, memo: dict[int, bool]) -> bool:
     """Whether ``Intersect`` or ``Difference`` occurs in the node (where
-    ``is_void`` is only sound: the language may be empty all the same)."""
+    ``is_void`` is only sound: the language may be empty all the same).
+    ``memo`` (optional, not ``is_void``'s): see ``_memo_by_id``."""
     if isinstance(node, Intersect | Difference):
         return True
     if isinstance(node, Seq):
-        return any(has_lookaround(p) for p in node.parts)
+        return any(has_lookaround(p, memo) for p in node.parts)
     if isinstance(node, Alt):
-        return any(has_lookaround(o) for o in node.options)
+        return any(has_lookaround(o, memo) for o in node.options)
     if isinstance(node, Repeat):
-        return has_lookaround(node.node)
+        return has_lookaround(node.node, memo)
     return False
 
 

@@ -190,6 +190,12 @@ def encode_node(node: Node) -> Node:
     raise TypeError(f"not a regex AST node: {node!r}")
 
 
+#: The spelled forms of the escaped characters and of any string (for
+#: pieces built directly in their spelling, like ``_not_in``'s).
+_SPECIAL_SPELLED = encode_node(_SPECIAL)
+_SIGMA_STAR_SPELLED = encode_node(_SIGMA_STAR)
+
+
 #: One encoded unit: any character in its canonical spelling.
 CHAR: str = to_regex(encode_node(_ANY))
 _CHAR_ATOM = CHAR if CHAR.startswith("(?:") else f"(?:{CHAR})"
@@ -210,7 +216,11 @@ def _quoted(node: Node, max_size: int, what: str) -> str:
 
 def _quoted_piece(node: Node, max_size: int, what: str) -> tuple[str, Node]:
     """:func:`_quoted`'s text and its AST (so a caller need not parse the text back)."""
-    encoded = encode_node(node)
+    return _quoted_encoded(encode_node(node), max_size, what)
+
+
+def _quoted_encoded(encoded: Node, max_size: int, what: str) -> tuple[str, Node]:
+    """:func:`_quoted_piece` of a node already in its canonical JSON spelling."""
     body = to_regex(encoded)
     if body == NOTHING_TEXT:
         return NOTHING_TEXT, CharSet(())
@@ -328,10 +338,10 @@ def _not_in_regex(root: dict, max_size: int, *, gather_wide: bool) -> tuple[str,
         raise CompileLimitExceeded(
             "regex_size", max_size, None, "the excluded strings are too long"
         ) from None
-    leave = alt(diverge, seq(paths, _SPECIAL), seq(wide_paths, _NON_ASCII))
-    node = alt(seq(leave, _SIGMA_STAR), ends)
+    leave = alt(diverge, seq(paths, _SPECIAL_SPELLED), seq(wide_paths, _NON_ASCII))
+    node = alt(seq(leave, _SIGMA_STAR_SPELLED), ends)
     try:
-        return _quoted_piece(node, max_size, "the strings other than the excluded ones")
+        return _quoted_encoded(node, max_size, "the strings other than the excluded ones")
     except RecursionError:
         raise CompileLimitExceeded(
             "regex_size", max_size, None, "the excluded strings are too long"
@@ -350,8 +360,41 @@ def _not_in(trie: dict, gather_wide: bool = True) -> tuple[Node, Node, Node, Nod
 
     Without ``gather_wide``, non-ASCII characters leave in ``diverge`` at
     each node (``wide_paths`` is void): the same language, a shorter text.
+    All four are built in the canonical JSON spelling (``encode_node`` of
+    the characters' language, one character and one class at a time: the
+    trie's characters are few, its classes repeat).
     """
-    kids = sorted(c for c in trie if c is not None)
+    kids = tuple(sorted(c for c in trie if c is not None))
+    here, here_path, wide_path = _leaving(kids, gather_wide)
+    diverges: list[Node] = [here]
+    paths: list[Node] = [here_path]
+    wide_paths: list[Node] = [wide_path]
+    ends: list[Node] = [_VOID if None in trie else Empty()]
+    for c in kids:
+        lit = _spelled_char(c)
+        # (a child's four are void exactly when they are the empty class:
+        # ``alt`` of no option; no deeper test needed)
+        for options, rest in zip(
+            (diverges, paths, wide_paths, ends), _not_in(trie[c], gather_wide), strict=True
+        ):
+            if not _is_empty_class(rest):
+                options.append(seq(lit, rest))
+    return tuple(  # type: ignore[return-value]
+        alt(*(o for o in options if not _is_empty_class(o)))
+        for options in (diverges, paths, wide_paths, ends)
+    )
+
+
+def _is_empty_class(node: Node) -> bool:
+    return isinstance(node, CharSet) and node.is_empty()
+
+
+@functools.lru_cache(maxsize=4096)
+def _leaving(kids: tuple[str, ...], gather_wide: bool) -> tuple[Node, Node, Node]:
+    """For a trie node with children ``kids``: the spelled class of the
+    characters that leave the trie there, and whether the gathered escaped
+    (``paths``) and non-ASCII (``wide_paths``) branches may leave there
+    (``Empty()``) or not (void)."""
     gone = [(ord(c), ord(c)) for c in kids]  # the characters that do not leave here
     here_path: Node = _VOID
     wide_path: Node = _VOID
@@ -361,24 +404,12 @@ def _not_in(trie: dict, gather_wide: bool = True) -> tuple[Node, Node, Node, Nod
     if gather_wide and not any(ord(c) >= 0x80 for c in kids):  # no non-ASCII child
         gone += _NON_ASCII.ranges
         wide_path = Empty()
-    here = CharSet(tuple(gone)).complement()
-    diverges: list[Node] = [here]
-    paths: list[Node] = [here_path]
-    wide_paths: list[Node] = [wide_path]
-    ends: list[Node] = [_VOID if None in trie else Empty()]
-    for c in kids:
-        d, p, w, e = _not_in(trie[c], gather_wide)
-        lit = Literal(c)
-        diverges.append(seq(lit, d))
-        paths.append(seq(lit, p))
-        wide_paths.append(seq(lit, w))
-        ends.append(seq(lit, e))
-    return (
-        _alt_nonvoid(diverges),
-        _alt_nonvoid(paths),
-        _alt_nonvoid(wide_paths),
-        _alt_nonvoid(ends),
-    )
+    return _encode_charset(CharSet(tuple(gone)).complement()), here_path, wide_path
+
+
+@functools.lru_cache(maxsize=4096)
+def _spelled_char(c: str) -> Literal:
+    return Literal(_encode_text(c))
 
 
 def _alt_nonvoid(options: Iterable[Node]) -> Node:
