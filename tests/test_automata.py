@@ -1044,3 +1044,27 @@ def test_lazy_dfa_found_by_two_threads_at_once_is_one_automaton() -> None:
         t.join()
     assert shared.to_dfa().same_language(alone.to_dfa())
     assert shared.num_states == alone.num_states
+
+
+def test_lazy_dfa_takes_the_regex_apart_only_where_walks_go() -> None:
+    """An alternation is one term until a row needs its first bytes, and
+    then only its options are made, down to their own alternations: a regex
+    of 500 long options costs a handful of terms to make, a walk down one
+    option its options' keys, and the whole automaton still has the minimal
+    DFA's language."""
+    options = [
+        Seq((Literal(f"k{i:03d}="), Alt((Literal("x" * 40), Literal(f"y{i}"))))) for i in range(500)
+    ]
+    node = Seq((Literal("{"), Alt(tuple(options)), Literal("}")))
+    lazy = LazyDFA(node)
+    made = lazy.nfa_states
+    assert made < 10  # "{", the alternation (one term), "}"
+    q = lazy.start
+    for b in b"{k042=":
+        q = lazy.rows[q][b]
+    # each option's key is made (the alternation's first bytes), not its 40 x's
+    assert q >= 0 and lazy.nfa_states < 500 * 20 < 500 * 40
+    assert lazy.complete().to_dfa().same_language(ByteDFA.from_node(node))
+    # a void option is no term at all: its dead byte is dead at once
+    dead = LazyDFA(Alt((Seq((Literal("a"), CharSet(()))), Literal("b"))))
+    assert dead.rows[dead.start][ord("a")] == -1 and dead.rows[dead.start][ord("b")] >= 0

@@ -18,6 +18,12 @@ one) are one state here, as in the minimal DFA. Every term has some string
 (void pieces are dropped as terms are made), so every state found is live
 and ``-1`` means dead, as in a ``ByteDFA``. Not minimized otherwise.
 
+The regex itself is taken apart as lazily: an alternation of the AST is
+one term until a state's row first needs its first bytes, and then only
+its options are made terms, down to their own alternations. A schema's
+terminal (an object's body: members, optional members, values, each an
+alternation) costs little to make; a walk pays for the parts it reaches.
+
 Thread-safe: states are found under a lock, and a row, once in ``rows``,
 never changes.
 """
@@ -53,8 +59,10 @@ class _Terms:
 
     A term is ``("e",)`` (the empty string), ``("r", lo, hi)`` (one byte in
     a range), ``("s", a, b)`` (``a`` then ``b``), ``("a", ids)`` (any of),
-    ``("k", x, m, n)`` (``x`` ``m`` to ``n`` times, ``None``: unbounded) or
-    ``("d", k, q)`` (state ``q`` of embedded automaton ``k``). ``None``
+    ``("k", x, m, n)`` (``x`` ``m`` to ``n`` times, ``None``: unbounded),
+    ``("d", k, q)`` (state ``q`` of embedded automaton ``k``) or ``("n",
+    node)`` (an ``Alt`` of the AST not taken apart yet: its linear form is
+    that of its options' terms). ``None``
     stands for the empty language: constructors drop it, so every term has
     some string. The *linear form* of a term is its ``(lo, hi, term)``
     continuations: the term's strings starting with byte ``b`` are ``b``
@@ -68,6 +76,8 @@ class _Terms:
         self.nullable: list[bool] = [True]
         self.forms: list[tuple | None] = [()]
         self.automata: list[ByteDFA] = []
+        self.leaves: dict[rx.Node, int | None] = {}  # literal and class terms by node
+        self.voids: dict[int, bool] = {}  # is_void's answers (by id: the AST is kept)
 
     def _make(self, key: tuple, nullable: bool) -> int:
         t = self.ids.get(key)
@@ -149,6 +159,8 @@ class _Terms:
             x, lo, hi = d[1], d[2], d[3]
             rest = self.rep(x, max(lo - 1, 0), None if hi is None else hi - 1)
             f = tuple((a, b, self.seq(y, rest)) for a, b, y in self.form(x))
+        elif op == "n":
+            f = self.form(self._level(d[1]))
         else:  # "d"
             dfa, q = self.automata[d[1]], d[2]
             row = dfa.table[q]
@@ -165,9 +177,24 @@ class _Terms:
 
     # -- from the regex AST
 
-    def of_node(self, node: rx.Node, memo: dict) -> int | None:
-        """The term of ``node``'s UTF-8 strings (``None``: none)."""
-        t = memo.get(node, -1)
+    def of_node(self, node: rx.Node) -> int | None:
+        """The term of ``node``'s UTF-8 strings (``None``: none): an ``Alt``
+        as one ``("n", node)`` term (taken apart when its form is first
+        asked for), anything else as its terms down to the alternations."""
+        if isinstance(node, rx.Seq | rx.Alt | rx.Repeat):
+            if rx.is_void(node, self.voids):
+                return None
+            if isinstance(node, rx.Alt):
+                return self._make(("n", node), rx.nullable(node))
+            # a sequence or repetition is its own level at once, so the same
+            # remainder is one term however it is reached (what is left of
+            # a sequence, of a repetition after one more round)
+            return self._level(node)
+        if isinstance(node, rx.Empty):
+            return _EPS
+        if isinstance(node, rx.Intersect | rx.Difference):
+            return self._embedded(node)
+        t = self.leaves.get(node, -1)
         if t != -1:
             return t
         if isinstance(node, rx.Literal):
@@ -181,25 +208,24 @@ class _Terms:
                     for sq in utf8_sequences(node)
                 }
             )
-        elif isinstance(node, rx.Seq):
-            t = _EPS
-            for part in reversed(node.parts):
-                t = self.seq(self.of_node(part, memo), t)
-                if t is None:
-                    break
-        elif isinstance(node, rx.Alt):
-            options = {self.of_node(option, memo) for option in node.options}
-            options.discard(None)
-            t = self.alt(options)
-        elif isinstance(node, rx.Empty):
-            t = _EPS
-        elif isinstance(node, rx.Repeat):
-            t = self.rep(self.of_node(node.node, memo), node.min, node.max)
-        elif isinstance(node, rx.Intersect | rx.Difference):
-            t = self._embedded(node)
         else:
             raise TypeError(f"not a regex AST node: {node!r}")
-        memo[node] = t
+        self.leaves[node] = t
+        return t
+
+    def _level(self, node: rx.Seq | rx.Alt | rx.Repeat) -> int:
+        """A composite node (not void) as the terms of its own level."""
+        if isinstance(node, rx.Seq):
+            t: int | None = _EPS
+            for part in reversed(node.parts):
+                t = self.seq(self.of_node(part), t)
+        elif isinstance(node, rx.Alt):
+            options = {self.of_node(option) for option in node.options}
+            options.discard(None)
+            t = self.alt(options)
+        else:
+            t = self.rep(self.of_node(node.node), node.min, node.max)
+        assert t is not None, "a node that is not void has a term"
         return t
 
     def _sequence(self, parts: list[int]) -> int:
@@ -258,7 +284,7 @@ class LazyDFA:
         self.max_states = max_states
         self._terms = _Terms(nfa_limit(max_states))
         try:
-            term = self._terms.of_node(node, {})
+            term = self._terms.of_node(node)
         except RecursionError:
             raise CompileLimitExceeded(
                 "nesting", 0, None, "the regex AST is nested too deeply"
@@ -358,9 +384,9 @@ def regex_automaton(
     """The automaton of ``re.fullmatch(pattern, text)`` for a walk that
     visits few of its states: the minimal ``ByteDFA`` when one was built
     already (``ByteDFA.from_regex``'s cache), else a ``LazyDFA``, kept by
-    pattern when its NFA is small (the core cache ``"lazy regex automata"``:
-    the terminals every schema shares, with the states walks found in them). ``node``:
-    ``pattern``'s AST if the caller has it."""
+    pattern when the pattern is short (the core cache ``"lazy regex
+    automata"``: the terminals every schema shares, with the states walks
+    found in them). ``node``: ``pattern``'s AST if the caller has it."""
     key = (pattern, max_states, False)
     dfa = _REGEX_AUTOMATA.get(key)
     if dfa is not None:
@@ -368,19 +394,21 @@ def regex_automaton(
     lazy = _LAZY.get(key)
     if lazy is None:
         lazy = LazyDFA(node if node is not None else rx.parse_regex(pattern), max_states=max_states)
-        if lazy.nfa_states <= _SHARED_NFA_STATES:
+        if len(pattern) <= _SHARED_PATTERN_CHARS:
             _LAZY.put(key, lazy)
     return lazy
 
 
-#: ``regex_automaton`` keeps the lazy automata of NFAs up to this size: the
-#: terminals schemas share are small; a schema's own large ones are not.
-_SHARED_NFA_STATES = 20_000
+#: ``regex_automaton`` keeps the lazy automata of patterns up to this many
+#: characters: the terminals schemas share are short (the JSON string,
+#: number and literal pieces: under 100); a schema's own (an object's body)
+#: are long, and built for that schema alone.
+_SHARED_PATTERN_CHARS = 4096
 
 #: ``regex_automaton``'s lazy automata by (pattern, max_states): at most 128,
-#: and about 64 MiB of NFA when they were made (the states found later are
-#: not counted).
+#: of patterns up to ``_SHARED_PATTERN_CHARS`` (a term or two per character
+#: once walks have taken them apart, and the states the walks found).
 _LAZY: ContentCache[LazyDFA] = core_cache(
     "lazy regex automata",
-    ContentCache(128, sizeof=lambda d: 200 * d.nfa_states, max_bytes=64 << 20),
+    ContentCache(128),
 )
