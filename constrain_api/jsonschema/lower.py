@@ -1056,9 +1056,11 @@ def _quoted_name(name: str, quoted: str | None = None) -> Rx:
 
 def _quoted_rx(piece: tuple[str, Node]) -> Rx:
     """A quoted-string piece from its regex and AST (never nullable; the AST
-    spares parsing the text back)."""
+    spares parsing the text back; joinable as it is: ``"`` + ``to_regex``'s
+    text + ``"``, and ``to_regex`` groups every alternation it prints, so
+    there is no top-level ``|`` to scan a long text for)."""
     text, node = piece
-    return NOTHING if text == NOTHING.text else Rx(text, node=node)
+    return NOTHING if text == NOTHING.text else Rx(text, node=node, joinable=True)
 
 
 def _count(s: dict, key: str, default: int | None = None) -> int | None:

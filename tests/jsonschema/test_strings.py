@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from constrain_api.automata import ByteDFA, parse_regex
-from constrain_api.automata.printer import NOTHING_TEXT
+from constrain_api.automata.printer import NOTHING_TEXT, concatenable
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from constrain_api.jsonschema.strings import (
     CHAR,
@@ -478,6 +478,8 @@ def test_string_not_in(excluded: list[str]) -> None:
     # the AST handed to the lowering (which then skips parsing the text) is the same language
     text, node = string_not_in_piece(excluded)
     assert text == rx and ByteDFA.from_node(node).same_language(dfa(rx))
+    # and the lowering joins it to other pieces as it is (no top-level "|")
+    assert concatenable(text) == text
 
 
 def test_string_not_in_falls_back_to_the_shorter_spelling() -> None:
