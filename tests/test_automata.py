@@ -1068,3 +1068,16 @@ def test_lazy_dfa_takes_the_regex_apart_only_where_walks_go() -> None:
     # a void option is no term at all: its dead byte is dead at once
     dead = LazyDFA(Alt((Seq((Literal("a"), CharSet(()))), Literal("b"))))
     assert dead.rows[dead.start][ord("a")] == -1 and dead.rows[dead.start][ord("b")] >= 0
+
+
+def test_lazy_dfa_of_a_regex_nested_too_deeply_is_a_compile_limit() -> None:
+    """Alternations nested past Python's recursion limit: a
+    ``CompileLimitExceeded`` naming the nesting, not a ``RecursionError``."""
+    import sys
+
+    node = Alt((Literal("x"), Literal("y")))
+    for i in range(sys.getrecursionlimit() + 100):
+        node = Alt((node, Literal(f"y{i}")))
+    with pytest.raises(CompileLimitExceeded) as info:
+        LazyDFA(node).complete()
+    assert info.value.limit == "nesting"

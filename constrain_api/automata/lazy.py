@@ -274,8 +274,9 @@ class LazyDFA:
     drops the empty string from the language (the start state is then a
     state of its own, never accepting); ``nullable`` says whether the
     regex's own language has it. ``CompileLimitExceeded`` when more
-    than ``max_states`` states are found (whenever that happens: at
-    construction for the NFA's size, later for the states).
+    than ``max_states`` states are found, or the regex's terms pass the
+    NFA bound, or its AST nests too deeply to take apart (whenever that
+    happens: at construction or in the walk that finds it).
     """
 
     def __init__(
@@ -283,6 +284,7 @@ class LazyDFA:
     ):
         self.max_states = max_states
         self._terms = _Terms(nfa_limit(max_states))
+        self._ast = node  # (kept alive: the terms' answers on voids are by node id)
         try:
             term = self._terms.of_node(node)
         except RecursionError:
@@ -358,7 +360,12 @@ class LazyDFA:
                 raise IndexError(f"no state {state} found yet")
             checkpoint()
             form = self._terms.form
-            items = [item for t in self._sets[state] for item in form(t)]
+            try:
+                items = [item for t in self._sets[state] for item in form(t)]
+            except RecursionError:  # (an alternation nested too deeply, taken apart now)
+                raise CompileLimitExceeded(
+                    "nesting", 0, None, "the regex AST is nested too deeply"
+                ) from None
             row = [-1] * 256
             for lo, hi, targets in _segments(items):
                 j = self._ids.get(targets)
