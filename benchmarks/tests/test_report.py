@@ -4,6 +4,7 @@ restricted with ``--select`` to stay fast), and the report's reading of refusals
 from __future__ import annotations
 
 import json
+import re
 
 from constrain_bench import cli, report
 
@@ -93,3 +94,19 @@ def test_a_loop_projected_past_its_budget_is_skipped_and_the_report_says_why(tmp
         if line.startswith("| `koo-iso-date-time` |") and "per mask" in line
     ]
     assert "skipped (" in row and "s per mask, projected" in row and "> 0 s)" in row
+    assert not re.search(r"\d[eE][+-]\d", row)  # durations written out, not in exponent form
+
+
+def test_durations_in_skip_reasons_are_written_out():
+    """A projected loop of 590 s reads "590 s", not "5.9e+02 s"; a mask of
+    45 µs reads "45 µs", not "4.5e-05 s"."""
+    from constrain_bench.bench_compare import _duration
+
+    assert [_duration(x) for x in (590.3, 12_345.0, 1.4, 0.0012, 4.5e-5, 0.0)] == [
+        "590 s",
+        "12,345 s",
+        "1.4 s",
+        "1.2 ms",
+        "45 µs",
+        "0 µs",
+    ]
