@@ -286,11 +286,11 @@ def _duration(seconds: float) -> str:
     """A duration as a reader wants it: in s, ms or µs, two significant
     digits below 10 of the unit, whole units above (``590 s``, ``45 µs``;
     never ``5.9e+02 s``)."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale or unit == "µs":
-            value = seconds / scale
-            return f"{value:.2g} {unit}" if value < 10 else f"{value:,.0f} {unit}"
-    raise AssertionError("unreachable")
+    unit, scale = next(
+        ((u, k) for u, k in (("s", 1.0), ("ms", 1e-3)) if seconds >= k), ("µs", 1e-6)
+    )
+    value = seconds / scale
+    return f"{value:.2g} {unit}" if value < 10 else f"{value:,.0f} {unit}"
 
 
 @pytest.mark.parametrize("workload", [w for w in LOOP if w in WORKLOADS])

@@ -216,9 +216,8 @@ class _Terms:
     def _level(self, node: rx.Seq | rx.Alt | rx.Repeat) -> int:
         """A composite node (not void) as the terms of its own level."""
         if isinstance(node, rx.Seq):
-            t: int | None = _EPS
-            for part in reversed(node.parts):
-                t = self.seq(self.of_node(part), t)
+            parts = [self.of_node(part) for part in node.parts]  # (none void: the node is not)
+            t: int | None = self._sequence(parts)  # type: ignore[arg-type]
         elif isinstance(node, rx.Alt):
             options = {self.of_node(option) for option in node.options}
             options.discard(None)

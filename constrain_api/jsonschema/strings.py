@@ -366,23 +366,17 @@ def _not_in(trie: dict, gather_wide: bool = True) -> tuple[Node, Node, Node, Nod
     """
     kids = tuple(sorted(c for c in trie if c is not None))
     here, here_path, wide_path = _leaving(kids, gather_wide)
-    diverges: list[Node] = [here]
-    paths: list[Node] = [here_path]
-    wide_paths: list[Node] = [wide_path]
-    ends: list[Node] = [_VOID if None in trie else Empty()]
+    heads = (here, here_path, wide_path, _VOID if None in trie else Empty())
+    # (void pieces are the empty class, ``alt`` of no option: left out as
+    # they come, no deeper test needed)
+    lists: list[list[Node]] = [[] if _is_empty_class(h) else [h] for h in heads]
     for c in kids:
         lit = _spelled_char(c)
-        # (a child's four are void exactly when they are the empty class:
-        # ``alt`` of no option; no deeper test needed)
-        for options, rest in zip(
-            (diverges, paths, wide_paths, ends), _not_in(trie[c], gather_wide), strict=True
-        ):
+        for options, rest in zip(lists, _not_in(trie[c], gather_wide), strict=True):
             if not _is_empty_class(rest):
                 options.append(seq(lit, rest))
-    return tuple(  # type: ignore[return-value]
-        alt(*(o for o in options if not _is_empty_class(o)))
-        for options in (diverges, paths, wide_paths, ends)
-    )
+    diverge, paths, wide_paths, ends = (alt(*options) for options in lists)
+    return diverge, paths, wide_paths, ends
 
 
 def _is_empty_class(node: Node) -> bool:
