@@ -294,6 +294,9 @@ class LazyDFA:
         self._sets: list[frozenset[int]] = []
         self.accept: list[bool] = []
         self.rows: dict[int, list[int]] = _Rows(self)
+        #: ``runs[q]``: the row of a state expanded already as ``(lo, hi,
+        #: target)`` byte ranges (``target >= 0``; ``-1`` where none covers)
+        self.runs: dict[int, list[tuple[int, int, int]]] = {}
         self._lock = threading.Lock()
         first = frozenset() if term is None else frozenset((term,))
         self.nullable = term is not None and self._terms.nullable[term]
@@ -366,13 +369,26 @@ class LazyDFA:
                     "nesting", 0, None, "the regex AST is nested too deeply"
                 ) from None
             row = [-1] * 256
+            runs = []
             for lo, hi, targets in _segments(items):
                 j = self._ids.get(targets)
                 if j is None:
                     j = self._add(targets)
                 row[lo : hi + 1] = [j] * (hi + 1 - lo)
+                runs.append((lo, hi, j))
+            self.runs[state] = runs  # (before the row: a row in rows has its runs)
             dict.__setitem__(self.rows, state, row)
             return row
+
+    def runs_of(self, state: int) -> list[tuple[int, int, int]]:
+        """``state``'s transitions as ``(lo, hi, target)`` byte ranges
+        (expanding it first if need be): what ``rows[state]`` holds, in the
+        few pieces a walk can step without reading 256 entries."""
+        runs = self.runs.get(state)
+        if runs is None:
+            self.rows[state]
+            runs = self.runs[state]
+        return runs
 
     @property
     def nfa_states(self) -> int:

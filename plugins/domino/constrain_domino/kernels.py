@@ -29,14 +29,21 @@ def walk_subtrees(
     depth: np.ndarray,
     edge: np.ndarray,
     subtree_end: np.ndarray,
+    parent: np.ndarray,
+    plain: np.ndarray,
+    mixed: np.ndarray,
     steps: np.ndarray,
+    absorbing: np.ndarray,
     path: np.ndarray,
+    skippable: np.ndarray,
     node_set: np.ndarray,
     runs: np.ndarray,
     n_runs: int,
+    skips: np.ndarray,
+    n_skips: int,
     pending: np.ndarray,
     pending_sets: np.ndarray,
-) -> tuple[int, int]:
+) -> tuple[int, int, int]:
     """Walk the subtree of each node ``los[i]``, whose parent is in set ``lo_sets[i]``.
 
     Sets ``node_set[n]`` of the nodes reached; appends the ranges of
@@ -44,24 +51,44 @@ def walk_subtrees(
     ``n_runs``; disjoint and not empty, so at most one per node), and the
     nodes whose (parent set, byte) pair ``steps`` does not know to
     ``pending``, their parent sets to ``pending_sets`` (their subtrees are
-    left for a later call). Returns ``(n_pending, n_runs)``.
+    left for a later call). Returns ``(n_pending, n_runs, n_skips)``.
     The sets of the path being walked are kept by depth in ``path`` (one
     more entry than the trie's depth): in preorder, a node's parent is the
     last node met one level up.
+
+    Slices: below a node whose bytes are plain string characters
+    (``plain``) and whose set keeps every such string in itself
+    (``absorbing``), a subtree whose tokens are all plain (not ``mixed``)
+    is not walked: every token in it ends in that set. It is appended to
+    ``skips`` as ``lo, hi, set`` (from entry ``n_skips``).
     """
     n_pending = 0
     for i in range(los.size):
         m = los[i]
         hi = subtree_end[m]
         path[depth[m] - 1] = lo_sets[i]
+        skippable[depth[m] - 1] = absorbing[lo_sets[i]] and plain[parent[m]]
         run = m
         while m < hi:
             d = depth[m]
             ps = path[d - 1]
+            if skippable[d - 1] and not mixed[m]:  # a slice: its tokens end in ps
+                if m > run:
+                    runs[n_runs] = run
+                    runs[n_runs + 1] = m
+                    n_runs += 2
+                skips[n_skips] = m
+                skips[n_skips + 1] = subtree_end[m]
+                skips[n_skips + 2] = ps
+                n_skips += 3
+                m = subtree_end[m]
+                run = m
+                continue
             s = steps[ps, edge[m]]
             path[d] = s
             node_set[m] = s
             if s >= 0:
+                skippable[d] = absorbing[s] and plain[m]
                 m += 1
             else:  # the subtree is dead, or waits for the pair's step
                 if s == UNKNOWN:
@@ -78,12 +105,13 @@ def walk_subtrees(
             runs[n_runs] = run
             runs[n_runs + 1] = m
             n_runs += 2
-    return n_pending, n_runs
+    return n_pending, n_runs, n_skips
 
 
 @numba.njit(nogil=True, cache=False)
 def gather_tokens(
     runs: np.ndarray,
+    skips: np.ndarray,
     token_offsets: np.ndarray,
     token_ids: np.ndarray,
     token_node: np.ndarray,
@@ -93,14 +121,23 @@ def gather_tokens(
     local: np.ndarray,
 ) -> tuple[int, np.ndarray]:
     """Write the tokens of the nodes in ``runs`` to ``tokens`` and, to
-    ``local``, each one's index among the distinct sets they end in;
-    returns their count and those sets (each below ``num_sets``), in order
-    of first appearance. A run's tokens are consecutive in the trie's
+    ``local``, each one's index among the distinct sets they end in, and
+    that index for each slice of ``skips`` to ``skips[i + 2]`` (in place of
+    its set: :func:`pack_groups` packs a slice's tokens from the trie);
+    returns the tokens' count and those sets (each below ``num_sets``), in
+    order of first appearance. A run's tokens are consecutive in the trie's
     ``token_ids`` (preorder)."""
     remap = np.full(num_sets, -1, dtype=np.int32)
     found = np.empty(num_sets, dtype=np.int32)
     num_found = 0
     k = 0
+    for i in range(0, skips.size, 3):
+        s = skips[i + 2]
+        if remap[s] < 0:
+            remap[s] = num_found
+            found[num_found] = s
+            num_found += 1
+        skips[i + 2] = remap[s]
     for i in range(0, runs.size, 2):
         for j in range(token_offsets[runs[i]], token_offsets[runs[i + 1]]):
             s = node_set[token_node[j]]
@@ -118,13 +155,18 @@ def gather_tokens(
 def pack_groups(
     tokens: np.ndarray,
     token_set: np.ndarray,
+    skips: np.ndarray,
+    token_offsets: np.ndarray,
+    token_ids: np.ndarray,
     group_ptr: np.ndarray,
     group_ids: np.ndarray,
     num_groups: int,
     words: int,
 ) -> np.ndarray:
     """Packed rows, one per group: token ``tokens[i]`` (in local set
-    ``token_set[i]``) belongs to groups ``group_ids[group_ptr[s]:group_ptr[s + 1]]``."""
+    ``token_set[i]``) belongs to groups ``group_ids[group_ptr[s]:group_ptr[s + 1]]``;
+    so do the tokens of the trie nodes ``skips[i] .. skips[i + 1] - 1``
+    for local set ``s = skips[i + 2]``."""
     out = np.zeros((num_groups, words), dtype=np.uint32)
     for i in range(tokens.size):
         t = tokens[i]
@@ -132,6 +174,32 @@ def pack_groups(
         bit = np.uint32(1) << np.uint32(t & 31)
         for g in range(group_ptr[s], group_ptr[s + 1]):
             out[group_ids[g], t >> 5] |= bit
+    for i in range(0, skips.size, 3):
+        s = skips[i + 2]
+        for g in range(group_ptr[s], group_ptr[s + 1]):
+            row = out[group_ids[g]]
+            for j in range(token_offsets[skips[i]], token_offsets[skips[i + 1]]):
+                t = token_ids[j]
+                row[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+    return out
+
+
+@numba.njit(nogil=True, cache=False)
+def plain_nodes(
+    parent: np.ndarray, edge: np.ndarray, table: np.ndarray, accepting: np.ndarray, start: int
+) -> np.ndarray:
+    """Whether each trie node's bytes are in the language of the DFA
+    ``table``/``accepting``/``start`` (nodes in preorder: a parent first)."""
+    n = parent.size
+    state = np.empty(n, dtype=np.int32)
+    out = np.zeros(n, dtype=np.bool_)
+    state[0] = start
+    out[0] = start >= 0 and accepting[start]
+    for m in range(1, n):
+        ps = state[parent[m]]
+        s = table[ps, edge[m]] if ps >= 0 else -1
+        state[m] = s
+        out[m] = s >= 0 and accepting[s]
     return out
 
 
@@ -145,16 +213,24 @@ def warm_up() -> None:
     def i32(*values: int) -> np.ndarray:
         return np.array(values, dtype=np.int32)
 
+    def flags(*values: bool) -> np.ndarray:
+        return frozen(np.array(values, dtype=np.bool_))
+
     depth, edge = frozen(i32(0, 1)), frozen(np.zeros(2, dtype=np.uint8))
-    end, offsets = frozen(i32(2, 2)), frozen(i32(0, 0, 1))
+    end, offsets, parent = frozen(i32(2, 2)), frozen(i32(0, 0, 1)), frozen(i32(-1, 0))
     steps = np.full((1, 256), UNKNOWN, dtype=np.int32)
     steps[0, 0] = 0
-    node_set, runs = i32(0, 0), i32(0, 0, 0, 0)
-    _, n_runs = walk_subtrees(
-        i32(1), i32(0), depth, edge, end, steps, i32(0, 0), node_set, runs, 0, i32(0), i32(0)
-    )
+    absorbing = np.zeros(1, dtype=np.bool_)
+    node_set, runs, skips = i32(0, 0), i32(0, 0, 0, 0), i32(0, 0, 0)
+    _, n_runs, n_skips = walk_subtrees(
+        i32(1), i32(0), depth, edge, end, parent, flags(True, True), flags(True, True), steps,
+        absorbing, i32(0, 0), np.zeros(2, dtype=np.bool_), node_set, runs, 0, skips, 0,
+        i32(0), i32(0),
+    )  # fmt: skip
     tokens, local = i32(0), i32(0)
     gather_tokens(
-        runs[:n_runs], offsets, frozen(i32(0)), frozen(i32(1)), node_set, 1, tokens, local
-    )
-    pack_groups(tokens, local, i32(0, 1), i32(0), 1, 1)
+        runs[:n_runs], skips[:n_skips], offsets, frozen(i32(0)), frozen(i32(1)), node_set, 1,
+        tokens, local,
+    )  # fmt: skip
+    pack_groups(tokens, local, skips[:n_skips], offsets, frozen(i32(0)), i32(0, 1), i32(0), 1, 1)
+    plain_nodes(parent, edge, frozen(np.zeros((1, 256), dtype=np.int32)), flags(True), 0)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from constrain_api import Vocabulary, bitmask_words
+from constrain_api import ByteDFA, Vocabulary, bitmask_words
 
 from . import kernels
 from .scanner import BOUNDARY, ScannerGrammar
@@ -52,6 +52,7 @@ class SubterminalTree:
     checked: list[list[tuple[int, np.ndarray]]] = field(default_factory=list)
     seconds: float = 0.0
     walk_states: int = 0  # the walk sets its tokens end in
+    sliced: int = 0  # tokens taken from the slices (subtrees of plain tokens not walked)
 
     @property
     def num_nodes(self) -> int:
@@ -85,21 +86,37 @@ class VocabTrie:
             np.arange(self.num_nodes, dtype=np.int32), np.diff(self.token_offsets)
         )
         self.root_children = np.flatnonzero(trie.parent == 0).astype(np.int32)
-        self.token_node.flags.writeable = False  # like the trie's own arrays
+        self.parent = np.ascontiguousarray(trie.parent, dtype=np.int32)
+        # the slices: nodes whose bytes are plain string characters, and
+        # nodes with a token that is not plain in their subtree
+        self.plain_dfa = ByteDFA.from_regex(PLAIN_CHARACTERS)
+        self.plain_runs = [_runs(row) for row in self.plain_dfa.rows]
+        self.plain_accepting = self.plain_dfa.accepting.tolist()
+        self.plain = kernels.plain_nodes(
+            self.parent, self.edge, self.plain_dfa.table, self.plain_dfa.accepting,
+            self.plain_dfa.start,
+        )  # fmt: skip
+        impure = np.where(self.plain, 0, np.diff(self.token_offsets))
+        below = np.concatenate(([0], np.cumsum(impure)))
+        self.mixed = below[self.subtree_end] > below[:-1]
+        for a in (self.token_node, self.parent, self.plain, self.mixed):
+            a.flags.writeable = False  # like the trie's own arrays
         self._scratch = threading.local()
         kernels.warm_up()
 
     def scratch(self) -> tuple[np.ndarray, ...]:
-        """This thread's walk buffers ``(path, node_set, runs, pending,
-        pending_sets, tokens, local)``, reused by every walk it runs (fresh
-        pages would cost a fault each)."""
+        """This thread's walk buffers ``(path, skippable, node_set, runs,
+        skips, pending, pending_sets, tokens, local)``, reused by every walk
+        it runs (fresh pages would cost a fault each)."""
         buffers = getattr(self._scratch, "buffers", None)
         if buffers is None:
             nodes, tokens = self.num_nodes, self.token_ids.size
             buffers = self._scratch.buffers = (
                 np.empty(int(self.depth.max()) + 1, dtype=np.int32),
+                np.empty(int(self.depth.max()) + 1, dtype=np.bool_),
                 np.empty(nodes, dtype=np.int32),
                 np.empty(2 * nodes, dtype=np.int32),
+                np.empty(3 * nodes, dtype=np.int32),
                 np.empty(nodes, dtype=np.int32),
                 np.empty(nodes, dtype=np.int32),
                 np.empty(tokens, dtype=np.int32),
@@ -107,6 +124,24 @@ class VocabTrie:
             )
         return buffers
 
+
+def _runs(row: list[int]) -> list[tuple[int, int, int]]:
+    """A DFA row as ``(lo, hi, target)`` ranges of live targets."""
+    runs: list[tuple[int, int, int]] = []
+    for byte, target in enumerate(row):
+        if target < 0:
+            continue
+        if runs and runs[-1][1] == byte - 1 and runs[-1][2] == target:
+            runs[-1] = (runs[-1][0], byte, target)
+        else:
+            runs.append((byte, byte, target))
+    return runs
+
+
+#: The characters of the slices: what a JSON string holds unescaped. A
+#: token made of them only is *plain*; a walk set that every plain string
+#: leaves as it is (inside a string, most often) has all plain tokens in it.
+PLAIN_CHARACTERS = r'[^\x00-\x1f"\\]*'
 
 #: walk sets a builder keeps before it starts over (each holds a 1 KiB row of steps)
 MAX_WALK_SETS = 8192
@@ -122,8 +157,14 @@ class TreeBuilder:
     when it holds ``max_sets`` sets, so it stays bounded. Not thread-safe:
     callers serialize :meth:`build` (holding ``lock``)."""
 
-    def __init__(self, grammar: ScannerGrammar, trie: VocabTrie, max_sets: int = MAX_WALK_SETS):
-        self.grammar, self.trie, self.max_sets = grammar, trie, max_sets
+    def __init__(
+        self,
+        grammar: ScannerGrammar,
+        trie: VocabTrie,
+        max_sets: int = MAX_WALK_SETS,
+        slices: bool = True,
+    ):
+        self.grammar, self.trie, self.max_sets, self.slices = grammar, trie, max_sets, slices
         self.lock = threading.Lock()
         # bytes starting the same terminals in the same states share a class
         firsts: dict[tuple, int] = {}
@@ -134,6 +175,8 @@ class TreeBuilder:
         self.sets: list[frozenset[Element]] = []
         self._ids: dict[frozenset[Element], int] = {}
         self.steps = np.full((64, 256), kernels.UNKNOWN, dtype=np.int32)
+        self.absorbing = np.zeros(64, dtype=np.bool_)  # (decided with the set's steps)
+        self._absorbs_memo: dict[tuple[int, int], bool] = {}
         self._children: list[dict[int, int]] = [{}]  # path node -> {terminal: path node}
         self._parent: list[int] = [-1]
         self._label: list[int] = [-1]
@@ -152,6 +195,7 @@ class TreeBuilder:
                 grown = np.full((2 * self.steps.shape[0], 256), kernels.UNKNOWN, dtype=np.int32)
                 grown[: self.steps.shape[0]] = self.steps
                 self.steps = grown
+                self.absorbing = np.concatenate((self.absorbing, np.zeros_like(self.absorbing)))
         return sid
 
     def _child(self, node: int, terminal: int) -> int:
@@ -195,9 +239,23 @@ class TreeBuilder:
         element's automaton row and the terminals they start treat alike
         (a byte class) share one :meth:`_step`."""
         g = self.grammar
+        elements = self.sets[sid]
+        if len(elements) == 1:  # (most sets: one terminal, inside it, no path choice)
+            ((node, t, q, own),) = elements
+            if t >= 0 and not g.accept[t][q]:
+                ids = [
+                    (lo, hi, self._intern(frozenset(((node, t, q2, own),))))
+                    for lo, hi, q2 in g.runs_of[t](q)
+                ]
+                row = self.steps[sid]  # after interning: it may grow the table
+                row[:] = kernels.DEAD
+                for lo, hi, nxt in ids:
+                    row[lo : hi + 1] = nxt
+                self.absorbing[sid] = self.slices and self._absorbs(t, q)
+                return
         columns = []
         starts = False
-        for _node, t, q, _own in self.sets[sid]:
+        for _node, t, q, _own in elements:
             if t < 0:
                 starts = True
             else:
@@ -212,6 +270,42 @@ class TreeBuilder:
         row = list(map(step.__getitem__, map(last.__getitem__, signatures)))
         self.steps[sid] = row  # after the steps: interning may grow the table
 
+    def _absorbs(self, t: int, q: int) -> bool:
+        """Whether every plain string read from state ``q`` of terminal
+        ``t`` comes back to ``q`` after each whole character, through
+        states that are live and do not accept (so the terminal never ends
+        inside it: a set ``{(node, t, q, own)}`` stays itself). The
+        product of the automaton with the plain characters' from ``q``."""
+        key = (t, q)
+        known = self._absorbs_memo.get(key)
+        if known is not None:
+            return known
+        rows, accept = self.grammar.rows[t], self.grammar.accept[t]
+        plain, plain_runs = self.trie.plain_dfa, self.trie.plain_runs
+        whole = self.trie.plain_accepting
+        todo = [(plain.start, q)]
+        seen = set(todo)
+        absorbs = True
+        while todo and absorbs:
+            p, d = todo.pop()
+            if accept[d]:
+                absorbs = False
+                break
+            row = rows[d]
+            for lo, hi, p2 in plain_runs[p]:
+                for byte in range(lo, hi + 1):
+                    d2 = row[byte]
+                    if d2 < 0 or (d2 != q if whole[p2] else accept[d2]):
+                        absorbs = False
+                        break
+                    if not whole[p2] and (p2, d2) not in seen:
+                        seen.add((p2, d2))
+                        todo.append((p2, d2))
+                if not absorbs:
+                    break
+        self._absorbs_memo[key] = absorbs
+        return absorbs
+
     def build(self, position: tuple[int, int]) -> SubterminalTree:
         """The subterminal tree of ``position``."""
         if len(self.sets) >= self.max_sets:
@@ -221,13 +315,16 @@ class TreeBuilder:
             frozenset({(0, -1, 0, False) if position == BOUNDARY else (0, t0, q0, True)})
         )
         trie = self.trie
-        path, node_set, runs, pending, pending_sets, tokens, local = trie.scratch()
+        path, skippable, node_set, runs, skips, pending, pending_sets, tokens, local = (
+            trie.scratch()
+        )
         los, lo_sets = trie.root_children, np.full(trie.root_children.size, start, dtype=np.int32)
-        n_runs = 0
+        n_runs = n_skips = 0
         while True:  # a compiled walk until it meets sets never stepped, which Python steps
-            n_pending, n_runs = kernels.walk_subtrees(
-                los, lo_sets, trie.depth, trie.edge, trie.subtree_end, self.steps, path,
-                node_set, runs, n_runs, pending, pending_sets,
+            n_pending, n_runs, n_skips = kernels.walk_subtrees(
+                los, lo_sets, trie.depth, trie.edge, trie.subtree_end, trie.parent, trie.plain,
+                trie.mixed, self.steps, self.absorbing, path,
+                skippable, node_set, runs, n_runs, skips, n_skips, pending, pending_sets,
             )  # fmt: skip
             if not n_pending:
                 break
@@ -235,15 +332,21 @@ class TreeBuilder:
             for sid in np.unique(lo_sets).tolist():
                 self._step_all(sid)
         n_tokens, set_ids = kernels.gather_tokens(
-            runs[:n_runs], trie.token_offsets, trie.token_ids, trie.token_node, node_set,
-            len(self.sets), tokens, local,
+            runs[:n_runs], skips[:n_skips], trie.token_offsets, trie.token_ids, trie.token_node,
+            node_set, len(self.sets), tokens, local,
         )  # fmt: skip
-        return self._tree(tokens[:n_tokens], local[:n_tokens], set_ids)
+        tree = self._tree(tokens[:n_tokens], local[:n_tokens], skips[:n_skips], set_ids)
+        offsets = trie.token_offsets
+        tree.sliced = int((offsets[skips[1:n_skips:3]] - offsets[skips[0:n_skips:3]]).sum())
+        return tree
 
-    def _tree(self, tokens: np.ndarray, local: np.ndarray, set_ids: np.ndarray) -> SubterminalTree:
+    def _tree(
+        self, tokens: np.ndarray, local: np.ndarray, skips: np.ndarray, set_ids: np.ndarray
+    ) -> SubterminalTree:
         """Group the live tokens (``local``: each one's index into the walk
-        sets ``set_ids``) by (path node, terminal ended in, free?) and keep
-        the path nodes with tokens at or below them."""
+        sets ``set_ids``; ``skips``: slices of the trie and theirs) by (path
+        node, terminal ended in, free?) and keep the path nodes with tokens
+        at or below them."""
         ignore = self.grammar.ignore
         groups: dict[tuple[int, int], int] = {}  # (path node, terminal or -1 if free) -> row
         ptr, members = [0], []
@@ -254,13 +357,17 @@ class TreeBuilder:
                 key = (node, -1 if own or t in ignore else t)
                 members.append(groups.setdefault(key, len(groups)))
             ptr.append(len(members))
+        trie = self.trie
         rows = kernels.pack_groups(
             tokens,
             local,
+            skips,
+            trie.token_offsets,
+            trie.token_ids,
             np.asarray(ptr, dtype=np.int32),
             np.asarray(members, dtype=np.int32),
             len(groups),
-            self.trie.words,
+            trie.words,
         ).view(np.int32)
         rows.flags.writeable = False
         # the path nodes of the groups and their ancestors, renumbered from the root

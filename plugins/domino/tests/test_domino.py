@@ -4,6 +4,7 @@ nesting; sound (a subset) with a bounded lookahead, its recall measured."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from constrain_conformance import checks, corpus, paths
 
@@ -336,6 +337,106 @@ def test_trees_sharing_a_memo_equal_trees_built_alone(vocab, name):
                 has_tokens = tree.free[n] is not None or bool(tree.checked[n])
                 below.extend(tree.children[n].values())
             assert has_tokens, (p, node)
+
+
+SLICE_GRAMMARS = {
+    # a string that may end anywhere inside: no state inside it absorbs
+    "open-string": r"""
+        start: S ("," S)*
+        S: /"[a-z ]*"?/
+    """,
+    "strings": r"""
+        start: "[" S ("," S)* "]"
+        S: /"(?:[^"\\]|\\["\\n])*"/
+    """,
+}
+SLICE_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "note": {"type": "string", "maxLength": 5}},
+    "additionalProperties": {"type": "string"},
+}
+
+
+def _slice_compilations(vocab):
+    domino = ca.get("domino")
+    yield "json", domino.compile(ca.Grammar(corpus.JSON_GRAMMAR), vocab)
+    for name, text in SLICE_GRAMMARS.items():
+        yield name, domino.compile(ca.Grammar(text), vocab)
+    yield "schema", domino.compile(ca.JsonSchema(SLICE_SCHEMA), vocab)
+
+
+def test_slices_change_no_tree(vocab):
+    """Subtrees of plain tokens below a walk set that every plain string
+    leaves as it is are taken whole, not walked: every position's tree
+    equals the one walked token by token (a string of at most 5
+    characters, whose states do not come back to themselves, included);
+    slices are taken inside strings (the JSON grammar's, the schema's
+    names and values) and never where a terminal may end inside the plain
+    characters (an open string)."""
+    from constrain_domino import TreeBuilder, VocabTrie
+
+    trie = VocabTrie(vocab)
+    sliced = {}
+    for name, compiled in _slice_compilations(vocab):
+        grammar = compiled.grammar
+        sliced[name] = 0
+        walked, fast = TreeBuilder(grammar, trie, slices=False), TreeBuilder(grammar, trie)
+        for p in grammar.positions:
+            tree = fast.build(p)
+            assert _content(tree) == _content(walked.build(p)), (name, p)
+            assert walked.build(p).sliced == 0
+            sliced[name] += tree.sliced
+    assert sliced["json"] > 0 and sliced["strings"] > 0 and sliced["schema"] > 0, sliced
+    assert sliced["open-string"] == 0, sliced
+
+
+def test_plain_tokens_and_mixed_subtrees(vocab):
+    """``plain``: a trie node's bytes are whole characters a JSON string
+    holds unescaped; ``mixed``: a node's subtree has a token that is not."""
+    from constrain_domino import VocabTrie
+
+    trie = VocabTrie(vocab)
+    for token_id in range(vocab.size):
+        data = vocab.token_bytes(token_id)
+        if not data:
+            continue
+        try:
+            text = data.decode("utf-8")
+            plain = not any(c in '"\\' or ord(c) < 0x20 for c in text)
+        except UnicodeDecodeError:
+            plain = False
+        for j in np.flatnonzero(trie.token_ids == token_id):
+            node = int(trie.token_node[j])
+            assert bool(trie.plain[node]) == plain, data
+            assert trie.mixed[node] or plain, data
+    for node in range(trie.num_nodes):
+        below = range(trie.token_offsets[node], trie.token_offsets[trie.subtree_end[node]])
+        impure = any(not trie.plain[trie.token_node[j]] for j in below)
+        assert bool(trie.mixed[node]) == impure, node
+
+
+@pytest.mark.shared
+def test_slices_change_no_mask_on_llama3(naive):
+    """On Llama-3's vocabulary (128k tokens, many of them plain, or UTF-8
+    pieces): masks along the schema's documents equal the oracle's, and
+    the trees of the positions met equal the trees walked token by token."""
+    from constrain_domino import TreeBuilder
+
+    try:
+        vocab = corpus.real_vocabulary("llama3")
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    spec = ca.JsonSchema(SLICE_SCHEMA)
+    compiled, oracle = ca.get("domino").compile(spec, vocab), naive.compile(spec, vocab)
+    doc = '{"name":"Ada été \\"x\\" of the year","note":"é","zone":"日本 and more"}'
+    for path in (paths.natural(vocab, doc), paths.longest_match(vocab, doc)):
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, result.describe(vocab)
+    walked = TreeBuilder(compiled.grammar, compiled._builder.trie, slices=False)
+    built = dict(compiled._trees)
+    assert built and any(tree.sliced for tree in built.values())
+    for p, tree in built.items():
+        assert _content(tree) == _content(walked.build(p)), p
 
 
 def test_trees_built_by_two_threads_at_once_equal_trees_built_alone(vocab):
