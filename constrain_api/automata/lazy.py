@@ -256,7 +256,7 @@ class _Rows(dict):
         # at once, not by a later collection of the whole heap
         self._dfa = weakref.ref(dfa)
 
-    def __missing__(self, state: int) -> list[int]:
+    def __missing__(self, state: int) -> tuple[int, ...]:
         dfa = self._dfa()
         if dfa is None:
             raise ReferenceError("the automaton of these rows is gone")
@@ -293,7 +293,7 @@ class LazyDFA:
         self._ids: dict[frozenset[int], int] = {}
         self._sets: list[frozenset[int]] = []
         self.accept: list[bool] = []
-        self.rows: dict[int, list[int]] = _Rows(self)
+        self.rows: dict[int, tuple[int, ...]] = _Rows(self)
         #: ``runs[q]``: the row of a state expanded already as ``(lo, hi,
         #: target)`` byte ranges (``target >= 0``; ``-1`` where none covers)
         self.runs: dict[int, list[tuple[int, int, int]]] = {}
@@ -353,7 +353,7 @@ class LazyDFA:
         self.accept.append(any(nullable[t] for t in terms))
         return j
 
-    def _expand(self, state: int) -> list[int]:
+    def _expand(self, state: int) -> tuple[int, ...]:
         with self._lock:
             row = dict.get(self.rows, state)
             if row is not None:  # (another thread found it first)
@@ -377,8 +377,11 @@ class LazyDFA:
                 row[lo : hi + 1] = [j] * (hi + 1 - lo)
                 runs.append((lo, hi, j))
             self.runs[state] = runs  # (before the row: a row in rows has its runs)
-            dict.__setitem__(self.rows, state, row)
-            return row
+            # a tuple of ints: the collector stops tracking it, so the rows
+            # of a large automaton do not slow every full collection
+            frozen = tuple(row)
+            dict.__setitem__(self.rows, state, frozen)
+            return frozen
 
     def runs_of(self, state: int) -> list[tuple[int, int, int]]:
         """``state``'s transitions as ``(lo, hi, target)`` byte ranges

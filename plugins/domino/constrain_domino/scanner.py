@@ -113,7 +113,7 @@ class ScannerGrammar:
 
 
 class _Rows(dict):
-    """A DFA's transition rows as Python lists (``rows[state][byte]``), each
+    """A DFA's transition rows as tuples (``rows[state][byte]``), each
     converted on first use: a walk visits few of a large terminal's states."""
 
     __slots__ = ("_table",)
@@ -122,8 +122,8 @@ class _Rows(dict):
         super().__init__()
         self._table = dfa.table
 
-    def __missing__(self, state: int) -> list[int]:
-        row = self[state] = self._table[state].tolist()
+    def __missing__(self, state: int) -> tuple[int, ...]:
+        row = self[state] = tuple(self._table[state].tolist())  # (untracked by the collector)
         return row
 
 
