@@ -30,6 +30,7 @@ from .automata import (
     ByteDFA,
     LazyDFA,
     Node,
+    TermTable,
     parse_regex,
     quantifier_modes,
     regex_automaton,
@@ -63,14 +64,19 @@ class Terminal:
         return dfa.shortest() if self.shortest else dfa
 
     def automaton(
-        self, *, max_states: int = DEFAULT_MAX_STATES, lazy: bool = False
+        self,
+        *,
+        max_states: int = DEFAULT_MAX_STATES,
+        lazy: bool = False,
+        terms: TermTable | None = None,
     ) -> ByteDFA | LazyDFA:
         """:meth:`dfa`, or with ``lazy`` an automaton whose states are found
         as a walk asks for them (``regex_automaton``: a ``LazyDFA`` or an
-        already built ``ByteDFA``; a shortest-match terminal is built whole)."""
+        already built ``ByteDFA``; a shortest-match terminal is built whole;
+        ``terms``: the table it may share with other terminals')."""
         if not lazy or self.shortest:
             return self.dfa(max_states=max_states)
-        return regex_automaton(self.pattern, max_states=max_states, node=self.node)
+        return regex_automaton(self.pattern, max_states=max_states, node=self.node, terms=terms)
 
 
 @dataclass(frozen=True)
@@ -118,12 +124,14 @@ class GrammarIR:
         """Every terminal's byte DFA by name (empty languages included); a
         malformed pattern or a DFA over ``max_states`` raises
         ``ConstraintError``/``CompileLimitExceeded`` naming the terminal.
-        ``lazy``: automata built as walks ask (``Terminal.automaton``)."""
+        ``lazy``: automata built as walks ask (``Terminal.automaton``),
+        sharing one table of terms (``TermTable``)."""
         dfas: dict[str, ByteDFA | LazyDFA] = {}
+        terms = TermTable() if lazy else None
         for name, terminal in self.terminals.items():
             checkpoint()
             try:
-                dfas[name] = terminal.automaton(max_states=max_states, lazy=lazy)
+                dfas[name] = terminal.automaton(max_states=max_states, lazy=lazy, terms=terms)
             except ConstraintError as e:
                 raise ConstraintError("grammar", f"terminal {name}: {e.message}", e.where) from e
             except CompileLimitExceeded as e:

@@ -1046,6 +1046,58 @@ def test_lazy_dfa_found_by_two_threads_at_once_is_one_automaton() -> None:
     assert shared.num_states == alone.num_states
 
 
+def test_lazy_dfas_sharing_a_term_table() -> None:
+    """Automata sharing a ``TermTable`` (a grammar's terminals) take a
+    common piece apart once: the second automaton's walk into the piece
+    makes less than half the terms it makes alone, and each keeps its own
+    language; walks of two sharing
+    automata in two threads at once (the table's lock) give the automata
+    built alone; the table's bound is the sum of its automata's."""
+    import threading
+
+    from constrain_api.automata import TermTable, nfa_limit
+
+    piece = "(?:[a-f]{0,4}(?:x[0-9]+|y(?:ab|ac)*))"
+    patterns = [f"A{piece},{piece}", f"B{piece};{piece}"]
+    table = TermTable()
+    shared = [LazyDFA(parse_regex(p), max_states=500, terms=table) for p in patterns]
+    assert table.limit == 2 * nfa_limit(500)
+    first, second = shared
+    q = first.start
+    for b in b"Aab":
+        q = first.rows[q][b]
+    before = first.nfa_states  # (of the table: both automata's)
+    alone = LazyDFA(parse_regex(patterns[1]), max_states=500)
+    for dfa in (second, alone):
+        q = dfa.start
+        for b in b"Bab":
+            q = dfa.rows[q][b]
+        assert q >= 0
+    # the piece was taken apart for the first: the second makes only its own continuations
+    assert second.nfa_states - before < alone.nfa_states / 2
+    walks = [bytes(c) for c in itertools.product(b"ABab,;xy09", repeat=5)]
+
+    def walk(dfa: LazyDFA) -> None:
+        for text in walks:
+            q = dfa.start
+            for b in text:
+                q = dfa.rows[q][b]
+                if q < 0:
+                    break
+
+    table = TermTable()
+    fresh = [LazyDFA(parse_regex(p), max_states=500, terms=table) for p in patterns]
+    threads = [threading.Thread(target=walk, args=(dfa,)) for dfa in fresh]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for pattern, dfa, other in zip(patterns, shared, fresh, strict=True):
+        minimal = ByteDFA.from_regex(pattern)
+        assert dfa.complete().to_dfa().same_language(minimal)
+        assert other.complete().to_dfa().same_language(minimal)
+
+
 def test_lazy_dfa_takes_the_regex_apart_only_where_walks_go() -> None:
     """An alternation is one term until a row needs its first bytes, and
     then only its options are made, down to their own alternations: a regex

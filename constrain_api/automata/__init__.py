@@ -18,7 +18,7 @@ is ``constrain_api.lowering``'s business (it imports this, never the reverse).
 
 from .dfa import DEFAULT_MAX_STATES, ByteDFA, check_nfa_size, nfa_limit
 from .elimination import dfa_to_node, dfa_to_regex
-from .lazy import LazyDFA, regex_automaton
+from .lazy import LazyDFA, TermTable, regex_automaton
 from .printer import to_regex
 from .regex import (
     MAX_CODE_POINT,
@@ -55,6 +55,7 @@ __all__ = [
     "Node",
     "Repeat",
     "Seq",
+    "TermTable",
     "alt",
     "check_nfa_size",
     "dfa_to_node",

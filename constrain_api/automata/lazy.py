@@ -49,7 +49,7 @@ from .dfa import (
 )
 from .utf8 import utf8_sequences
 
-__all__ = ["LazyDFA", "regex_automaton"]
+__all__ = ["LazyDFA", "TermTable", "regex_automaton"]
 
 _EPS = 0  # the term of the empty string
 
@@ -71,6 +71,8 @@ class _Terms:
 
     def __init__(self, limit: int):
         self.limit = limit
+        self.lock = threading.Lock()  # held by whoever makes terms (its automata's walks)
+        self.asts: list[rx.Node] = []  # kept alive: ``voids`` is by node id
         self.ids: dict[tuple, int] = {("e",): _EPS}
         self.defs: list[tuple] = [("e",)]
         self.nullable: list[bool] = [True]
@@ -279,17 +281,27 @@ class LazyDFA:
     """
 
     def __init__(
-        self, node: rx.Node, *, max_states: int = DEFAULT_MAX_STATES, without_empty: bool = False
+        self,
+        node: rx.Node,
+        *,
+        max_states: int = DEFAULT_MAX_STATES,
+        without_empty: bool = False,
+        terms: TermTable | None = None,
     ):
         self.max_states = max_states
-        self._terms = _Terms(nfa_limit(max_states))
-        self._ast = node  # (kept alive: the terms' answers on voids are by node id)
-        try:
-            term = self._terms.of_node(node)
-        except RecursionError:
-            raise CompileLimitExceeded(
-                "nesting", 0, None, "the regex AST is nested too deeply"
-            ) from None
+        if terms is None:
+            terms = TermTable()
+        self._terms = terms
+        self._lock = terms.lock  # (a walk of any automaton sharing the table makes terms)
+        with terms.lock:
+            terms.limit += nfa_limit(max_states)  # each automaton brings its own bound
+            terms.asts.append(node)
+            try:
+                term = terms.of_node(node)
+            except RecursionError:
+                raise CompileLimitExceeded(
+                    "nesting", 0, None, "the regex AST is nested too deeply"
+                ) from None
         self._ids: dict[frozenset[int], int] = {}
         self._sets: list[frozenset[int]] = []
         self.accept: list[bool] = []
@@ -297,14 +309,14 @@ class LazyDFA:
         #: ``runs[q]``: the row of a state expanded already as ``(lo, hi,
         #: target)`` byte ranges (``target >= 0``; ``-1`` where none covers)
         self.runs: dict[int, list[tuple[int, int, int]]] = {}
-        self._lock = threading.Lock()
         first = frozenset() if term is None else frozenset((term,))
-        self.nullable = term is not None and self._terms.nullable[term]
+        self.nullable = term is not None and terms.nullable[term]
         if without_empty:
             # a start state of its own: the same terms met later accept
             self._sets.append(first)
             self.accept.append(False)
-            empty = term is None or not self._terms.form(term)
+            with terms.lock:
+                empty = term is None or not terms.form(term)
         else:
             self._add(first)
             empty = term is None
@@ -403,23 +415,44 @@ class LazyDFA:
         return f"LazyDFA(states found={self.num_states}, start={self.start})"
 
 
+class TermTable(_Terms):
+    """The terms of one or more ``LazyDFA``s. The automata of one
+    grammar's terminals share one (``LazyDFA(..., terms=table)``): their
+    regexes share pieces (a JSON string, an object's remaining members),
+    which are then taken apart, and their continuations found, once. Its
+    bound on terms is the sum of its automata's; its lock serializes
+    their walks."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+
 def regex_automaton(
-    pattern: str, *, max_states: int = DEFAULT_MAX_STATES, node: rx.Node | None = None
+    pattern: str,
+    *,
+    max_states: int = DEFAULT_MAX_STATES,
+    node: rx.Node | None = None,
+    terms: TermTable | None = None,
 ) -> ByteDFA | LazyDFA:
     """The automaton of ``re.fullmatch(pattern, text)`` for a walk that
     visits few of its states: the minimal ``ByteDFA`` when one was built
     already (``ByteDFA.from_regex``'s cache), else a ``LazyDFA``, kept by
     pattern when the pattern is short (the core cache ``"lazy regex
     automata"``: the terminals every schema shares, with the states walks
-    found in them). ``node``: ``pattern``'s AST if the caller has it."""
+    found in them). ``node``: ``pattern``'s AST if the caller has it;
+    ``terms``: the table a long pattern's automaton shares with its
+    grammar's others (a short one, kept by the cache, has its own, so the
+    cache holds no grammar's table)."""
     key = (pattern, max_states, False)
     dfa = _REGEX_AUTOMATA.get(key)
     if dfa is not None:
         return dfa
     lazy = _LAZY.get(key)
     if lazy is None:
-        lazy = LazyDFA(node if node is not None else rx.parse_regex(pattern), max_states=max_states)
-        if len(pattern) <= _SHARED_PATTERN_CHARS:
+        shared = len(pattern) <= _SHARED_PATTERN_CHARS
+        node = node if node is not None else rx.parse_regex(pattern)
+        lazy = LazyDFA(node, max_states=max_states, terms=None if shared else terms)
+        if shared:
             _LAZY.put(key, lazy)
     return lazy
 
