@@ -1022,26 +1022,30 @@ def test_lazy_dfa_stops_at_max_states_when_it_finds_one_too_many() -> None:
     assert lazy.num_states == 1000
 
 
-def test_lazy_dfa_found_by_two_threads_at_once_is_one_automaton() -> None:
+def _walk_in_threads(work: list[tuple[LazyDFA, list[bytes]]]) -> None:
+    """Walk each automaton over its texts, one thread per pair, at once."""
     import threading
 
-    node = parse_regex("[a-f]{0,6}(?:x[0-9]+|y(?:ab|ac)*)")
-    shared, alone = LazyDFA(node), LazyDFA(node).complete()
-    walks = [bytes(c) for c in itertools.product(b"abxy09", repeat=5)]
-
-    def walk(order: list[bytes]) -> None:
-        for text in order:
-            q = shared.start
+    def walk(dfa: LazyDFA, texts: list[bytes]) -> None:
+        for text in texts:
+            q = dfa.start
             for b in text:
-                q = shared.rows[q][b]
+                q = dfa.rows[q][b]
                 if q < 0:
                     break
 
-    threads = [threading.Thread(target=walk, args=(walks[i::2],)) for i in range(2)]
+    threads = [threading.Thread(target=walk, args=pair) for pair in work]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+
+
+def test_lazy_dfa_found_by_two_threads_at_once_is_one_automaton() -> None:
+    node = parse_regex("[a-f]{0,6}(?:x[0-9]+|y(?:ab|ac)*)")
+    shared, alone = LazyDFA(node), LazyDFA(node).complete()
+    walks = [bytes(c) for c in itertools.product(b"abxy09", repeat=5)]
+    _walk_in_threads([(shared, walks[0::2]), (shared, walks[1::2])])
     assert shared.to_dfa().same_language(alone.to_dfa())
     assert shared.num_states == alone.num_states
 
@@ -1053,8 +1057,6 @@ def test_lazy_dfas_sharing_a_term_table() -> None:
     language; walks of two sharing
     automata in two threads at once (the table's lock) give the automata
     built alone; the table's bound is the sum of its automata's."""
-    import threading
-
     from constrain_api.automata import TermTable, nfa_limit
 
     piece = "(?:[a-f]{0,4}(?:x[0-9]+|y(?:ab|ac)*))"
@@ -1076,22 +1078,9 @@ def test_lazy_dfas_sharing_a_term_table() -> None:
     # the piece was taken apart for the first: the second makes only its own continuations
     assert second.nfa_states - before < alone.nfa_states / 2
     walks = [bytes(c) for c in itertools.product(b"ABab,;xy09", repeat=5)]
-
-    def walk(dfa: LazyDFA) -> None:
-        for text in walks:
-            q = dfa.start
-            for b in text:
-                q = dfa.rows[q][b]
-                if q < 0:
-                    break
-
     table = TermTable()
     fresh = [LazyDFA(parse_regex(p), max_states=500, terms=table) for p in patterns]
-    threads = [threading.Thread(target=walk, args=(dfa,)) for dfa in fresh]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _walk_in_threads([(dfa, walks) for dfa in fresh])
     for pattern, dfa, other in zip(patterns, shared, fresh, strict=True):
         minimal = ByteDFA.from_regex(pattern)
         assert dfa.complete().to_dfa().same_language(minimal)
