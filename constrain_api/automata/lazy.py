@@ -54,8 +54,14 @@ __all__ = ["LazyDFA", "TermTable", "regex_automaton"]
 _EPS = 0  # the term of the empty string
 
 
-class _Terms:
-    """Interned terms (``int`` ids), their nullability and linear forms.
+class TermTable:
+    """Interned terms (``int`` ids), their nullability and linear forms:
+    the terms of one or more ``LazyDFA``s. The automata of one grammar's
+    terminals share one (``LazyDFA(..., terms=table)``): their regexes
+    share pieces (a JSON string, an object's remaining members), which are
+    then taken apart, and their continuations found, once. Its bound on
+    terms is the sum of its automata's (``limit``, raised by each); its
+    lock serializes their walks.
 
     A term is ``("e",)`` (the empty string), ``("r", lo, hi)`` (one byte in
     a range), ``("s", a, b)`` (``a`` then ``b``), ``("a", ids)`` (any of),
@@ -69,8 +75,8 @@ class _Terms:
     followed by a continuation whose range holds ``b``.
     """
 
-    def __init__(self, limit: int):
-        self.limit = limit
+    def __init__(self) -> None:
+        self.limit = 0
         self.lock = threading.Lock()  # held by whoever makes terms (its automata's walks)
         self.asts: list[rx.Node] = []  # kept alive: ``voids`` is by node id
         self.ids: dict[tuple, int] = {("e",): _EPS}
@@ -164,15 +170,10 @@ class _Terms:
         elif op == "n":
             f = self.form(self._level(d[1]))
         else:  # "d"
-            dfa, q = self.automata[d[1]], d[2]
-            row = dfa.table[q]
-            cuts = np.flatnonzero(np.diff(row)) + 1
-            starts = [0, *cuts.tolist()]
-            ends = [*(c - 1 for c in cuts.tolist()), 255]
+            k, q = d[1], d[2]
             f = tuple(
-                (lo, hi, self.automaton_state(d[1], int(target)))
-                for lo, hi, target in zip(starts, ends, row[starts].tolist(), strict=True)
-                if target >= 0
+                (lo, hi, self.automaton_state(k, target))
+                for lo, hi, target in self.automata[k].runs_of(q)
             )
         self.forms[t] = f
         return f
@@ -413,18 +414,6 @@ class LazyDFA:
 
     def __repr__(self) -> str:
         return f"LazyDFA(states found={self.num_states}, start={self.start})"
-
-
-class TermTable(_Terms):
-    """The terms of one or more ``LazyDFA``s. The automata of one
-    grammar's terminals share one (``LazyDFA(..., terms=table)``): their
-    regexes share pieces (a JSON string, an object's remaining members),
-    which are then taken apart, and their continuations found, once. Its
-    bound on terms is the sum of its automata's; its lock serializes
-    their walks."""
-
-    def __init__(self) -> None:
-        super().__init__(0)
 
 
 def regex_automaton(

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from constrain_api import ByteDFA, LazyDFA, ReducedGrammar
 from constrain_api.automata import Node
 
@@ -45,7 +43,7 @@ class ScannerGrammar:
     def __post_init__(self) -> None:
         self.rows = [d.rows if isinstance(d, LazyDFA) else _Rows(d) for d in self.dfas]
         #: ``runs_of[t](q)``: state ``q``'s row as ``(lo, hi, target)`` ranges
-        self.runs_of = [d.runs_of if isinstance(d, LazyDFA) else _Runs(d).of for d in self.dfas]
+        self.runs_of = [d.runs_of for d in self.dfas]
         self.accept = [d.accept for d in self.dfas]
         self.starts = [d.start for d in self.dfas]
         self.index = {name: i for i, name in enumerate(self.names)}
@@ -125,29 +123,6 @@ class _Rows(dict):
     def __missing__(self, state: int) -> tuple[int, ...]:
         row = self[state] = tuple(self._table[state].tolist())  # (untracked by the collector)
         return row
-
-
-class _Runs(dict):
-    """A DFA's rows as ``(lo, hi, target)`` ranges of live targets, each
-    computed on first use (``of``)."""
-
-    __slots__ = ("_table",)
-
-    def __init__(self, dfa: ByteDFA):
-        super().__init__()
-        self._table = dfa.table
-
-    def of(self, state: int) -> list[tuple[int, int, int]]:
-        runs = self.get(state)
-        if runs is None:
-            row = self._table[state]
-            starts = [0, *(np.flatnonzero(np.diff(row)) + 1).tolist()]
-            ends = [s - 1 for s in starts[1:]] + [255]
-            targets = row[starts].tolist()
-            runs = self[state] = [
-                (lo, hi, q) for lo, hi, q in zip(starts, ends, targets, strict=True) if q >= 0
-            ]
-        return runs
 
 
 def _adjacency(g: ScannerGrammar) -> tuple[list[frozenset[int]], frozenset[int]]:

@@ -90,8 +90,6 @@ class VocabTrie:
         # the slices: nodes whose bytes are plain string characters, and
         # nodes with a token that is not plain in their subtree
         self.plain_dfa = ByteDFA.from_regex(PLAIN_CHARACTERS)
-        self.plain_runs = [_runs(row) for row in self.plain_dfa.rows]
-        self.plain_accepting = self.plain_dfa.accepting.tolist()
         self.plain = kernels.plain_nodes(
             self.parent, self.edge, self.plain_dfa.table, self.plain_dfa.accepting,
             self.plain_dfa.start,
@@ -123,19 +121,6 @@ class VocabTrie:
                 np.empty(tokens, dtype=np.int32),
             )
         return buffers
-
-
-def _runs(row: list[int]) -> list[tuple[int, int, int]]:
-    """A DFA row as ``(lo, hi, target)`` ranges of live targets."""
-    runs: list[tuple[int, int, int]] = []
-    for byte, target in enumerate(row):
-        if target < 0:
-            continue
-        if runs and runs[-1][1] == byte - 1 and runs[-1][2] == target:
-            runs[-1] = (runs[-1][0], byte, target)
-        else:
-            runs.append((byte, byte, target))
-    return runs
 
 
 #: The characters of the slices: what a JSON string holds unescaped. A
@@ -281,8 +266,8 @@ class TreeBuilder:
         if known is not None:
             return known
         rows, accept = self.grammar.rows[t], self.grammar.accept[t]
-        plain, plain_runs = self.trie.plain_dfa, self.trie.plain_runs
-        whole = self.trie.plain_accepting
+        plain = self.trie.plain_dfa
+        whole = plain.accept
         todo = [(plain.start, q)]
         seen = set(todo)
         absorbs = True
@@ -292,7 +277,7 @@ class TreeBuilder:
                 absorbs = False
                 break
             row = rows[d]
-            for lo, hi, p2 in plain_runs[p]:
+            for lo, hi, p2 in plain.runs_of(p):
                 for byte in range(lo, hi + 1):
                     d2 = row[byte]
                     if d2 < 0 or (d2 != q if whole[p2] else accept[d2]):
