@@ -1,8 +1,9 @@
-"""LR parsing for grammar backends: lark's LALR(1) tables, driven over immutable stacks.
+"""LR parsing for grammar backends: LALR(1) tables, driven over immutable stacks.
 
-lark builds the tables (``LALR_Analyzer``); :func:`lalr_table` turns lark's
-``GrammarError`` for a grammar that is not LALR(1) into
-``UnsupportedConstraint`` with lark's reason. Driving the tables is a few
+``constrain_api.lalr`` builds the tables (the construction of lark's
+``LALR_Analyzer``, over integers); :func:`lalr_table` turns its ``NotLALR``
+for a grammar that is not LALR(1) into ``UnsupportedConstraint`` with the
+reason. Driving the tables is a few
 lines, written here rather than through lark's ``InteractiveParser`` because
 grammar backends feed a terminal to the same stack many times (several
 scanner positions, several candidate terminals): a stack is a tuple of LR
@@ -21,18 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from lark.common import ParserConf
-from lark.exceptions import GrammarError
-from lark.grammar import NonTerminal
-from lark.grammar import Rule as LarkRule
-from lark.grammar import Terminal as LarkTerminal
-from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
-
 from .errors import UnsupportedConstraint
+from .lalr import END, NotLALR, lalr_tables
 
 __all__ = ["END", "LRTable", "Stack", "lalr_table"]
-
-END = "$END"
 
 #: A parser stack: the LR states from the bottom up.
 Stack = tuple[int, ...]
@@ -45,45 +38,26 @@ _MEMO_BOUND = 1_000_000  # entries; stacks of deep nestings are many
 def lalr_table(
     rules: Iterable[RuleText], terminals: Collection[str], start: str, *, backend: str
 ) -> LRTable:
-    """lark's LALR(1) tables, or ``UnsupportedConstraint`` (naming
-    ``backend``) with lark's reason when the grammar has conflicts."""
+    """The LALR(1) tables, or ``UnsupportedConstraint`` (naming ``backend``)
+    with the reason when the grammar has conflicts."""
     try:
         return LRTable(list(rules), set(terminals), start)
-    except GrammarError as e:
-        raise UnsupportedConstraint(
-            backend, "a grammar that is not LALR(1)", f"lark: {e}".strip()
-        ) from e
+    except NotLALR as e:
+        raise UnsupportedConstraint(backend, "a grammar that is not LALR(1)", str(e)) from e
 
 
 class LRTable:
     """LALR(1) tables for ``rules`` (``(lhs, rhs)`` over symbol names; names in
     ``terminals`` are terminals, the others non-terminals) from ``start``.
-    Raises lark's ``GrammarError`` on conflicts (:func:`lalr_table` converts it)."""
+    Raises ``NotLALR`` on conflicts (:func:`lalr_table` converts it)."""
 
     def __init__(self, rules: list[RuleText], terminals: set[str], start: str):
-        lark_rules = [
-            LarkRule(
-                NonTerminal(lhs),
-                [LarkTerminal(s) if s in terminals else NonTerminal(s) for s in rhs],
-            )
-            for lhs, rhs in rules
-        ]
-        analyzer = LALR_Analyzer(ParserConf(lark_rules, {}, [start]), strict=True)
-        analyzer.compute_lalr()  # GrammarError on conflicts
-        table = analyzer.parse_table
+        tables = lalr_tables(rules, terminals, start)
         # state -> symbol -> (shift?, next state | (lhs, rhs length))
-        self.actions: dict[int, dict[str, tuple[bool, object]]] = {
-            state: {
-                symbol: (True, arg)
-                if action is Shift
-                else (False, (arg.origin.name, len(arg.expansion)))
-                for symbol, (action, arg) in acts.items()
-            }
-            for state, acts in table.states.items()
-        }
+        self.actions: dict[int, dict[str, tuple[bool, object]]] = tables.actions
         self.terminals = frozenset(terminals)
-        self.start: Stack = (table.start_states[start],)
-        self.end_state = table.end_states[start]
+        self.start: Stack = (tables.start,)
+        self.end_state = tables.end
         self._fed: dict[tuple[Stack, str], Stack | None] = {}
         self._expected: dict[Stack, frozenset[str]] = {}
 

@@ -26,7 +26,7 @@ from constrain_api.automata import (
     parse_regex,
     quantifier_modes,
 )
-from constrain_api.automata.regex import has_lookaround, is_void
+from constrain_api.automata.regex import has_lookaround, is_void, needs_pruning, nullable
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -488,21 +488,62 @@ def test_shortest_examples() -> None:
 
 
 def test_void_and_lookaround_predicates_on_shared_subtrees() -> None:
-    """With a memo, a subtree shared by many trees (or many times by one) is
-    decided once: a tree of 2**60 paths is answered, and each answer equals
-    the answer for the same tree built without sharing."""
+    """A subtree shared by many trees (or many times by one) is decided once
+    (the answer is kept on the node): a tree of 2**60 paths is answered, and
+    each answer equals the answer for the same tree built without sharing."""
     a, void = Literal("a"), CharSet(())
     diff = Difference(Literal("ab"), Literal("a"))
     for leaf, voids, looks in ((a, False, False), (void, True, False), (diff, False, True)):
         node = leaf
         for _ in range(60):  # each level refers to the one below twice
             node = Seq((Alt((node, Literal("b"))), node))
-        memo_void: dict[int, bool] = {}
-        memo_look: dict[int, bool] = {}
-        assert is_void(node, memo_void) is voids
-        assert has_lookaround(node, memo_look) is looks
-        # the memos are answers by node: the shared levels were each decided once
-        assert len(memo_void) <= 3 * 61 + 2 and len(memo_look) <= 3 * 61 + 2
-        small = Seq((Alt((leaf, Literal("b"))), leaf))  # no memo: the plain recursion
+        assert is_void(node) is voids
+        assert has_lookaround(node) is looks
+        assert nullable(node) is False
+        small = Seq((Alt((leaf, Literal("b"))), leaf))  # a fresh tree: decided from its leaves
         assert is_void(small) is voids and has_lookaround(small) is looks
-    assert is_void(Intersect(void, a), {}) and not has_lookaround(a, {})
+    assert is_void(Intersect(void, a)) and not has_lookaround(a)
+
+
+def test_node_traits_agree_with_the_automata() -> None:
+    """``is_void``, ``has_lookaround`` and ``nullable`` (bits kept on each
+    node) against the nodes' automata, for every combinator: void exactly
+    where no lookaround hides it, nullable exactly; ``needs_pruning``
+    exactly where an empty class, a ``{0}`` repeat or a lookaround is inside."""
+    a, b, void, eps = Literal("a"), CharSet.of("b"), CharSet(()), Empty()
+    leaves = (a, b, void, eps, Repeat(a, 0, None), Repeat(b, 0, 0))
+    nodes = []
+    for x in leaves:
+        for y in leaves:
+            nodes += [
+                Seq((x, y)),
+                Alt((x, y)),
+                Repeat(Seq((x, y)), 0, 2),
+                Repeat(Alt((x, y)), 1, None),
+                Intersect(x, y),
+                Difference(x, y),
+            ]
+    for node in nodes:
+        dfa = ByteDFA.from_node(node)
+        looks = isinstance(node, Intersect | Difference)
+        assert has_lookaround(node) is looks, node
+        prunable = looks or void in _leaves_of(node) or Repeat(b, 0, 0) in _leaves_of(node)
+        assert needs_pruning(node) is prunable, node
+        assert nullable(node) is dfa.matches(b""), node
+        if looks:
+            assert not is_void(node) or dfa.is_empty(), node  # sound
+        else:
+            assert is_void(node) is dfa.is_empty(), node
+
+
+def _leaves_of(node) -> list:
+    """The node's parts down to the leaves and ``{0}`` repeats (with duplicates)."""
+    if isinstance(node, Seq):
+        return [leaf for p in node.parts for leaf in _leaves_of(p)]
+    if isinstance(node, Alt):
+        return [leaf for o in node.options for leaf in _leaves_of(o)]
+    if isinstance(node, Repeat) and node.max != 0:
+        return _leaves_of(node.node)
+    if isinstance(node, Intersect | Difference):
+        return _leaves_of(node.left) + _leaves_of(node.right)
+    return [node]

@@ -78,14 +78,12 @@ class TermTable:
     def __init__(self) -> None:
         self.limit = 0
         self.lock = threading.Lock()  # held by whoever makes terms (its automata's walks)
-        self.asts: list[rx.Node] = []  # kept alive: ``voids`` is by node id
         self.ids: dict[tuple, int] = {("e",): _EPS}
         self.defs: list[tuple] = [("e",)]
         self.nullable: list[bool] = [True]
         self.forms: list[tuple | None] = [()]
         self.automata: list[ByteDFA] = []
         self.leaves: dict[rx.Node, int | None] = {}  # literal and class terms by node
-        self.voids: dict[int, bool] = {}  # is_void's answers (by id: the AST is kept)
 
     def _make(self, key: tuple, nullable: bool) -> int:
         t = self.ids.get(key)
@@ -185,7 +183,7 @@ class TermTable:
         as one ``("n", node)`` term (taken apart when its form is first
         asked for), anything else as its terms down to the alternations."""
         if isinstance(node, rx.Seq | rx.Alt | rx.Repeat):
-            if rx.is_void(node, self.voids):
+            if rx.is_void(node):
                 return None
             if isinstance(node, rx.Alt):
                 return self._make(("n", node), rx.nullable(node))
@@ -296,7 +294,6 @@ class LazyDFA:
         self._lock = terms.lock  # (a walk of any automaton sharing the table makes terms)
         with terms.lock:
             terms.limit += nfa_limit(max_states)  # each automaton brings its own bound
-            terms.asts.append(node)
             try:
                 term = terms.of_node(node)
             except RecursionError:

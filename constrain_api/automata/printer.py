@@ -52,6 +52,7 @@ from .regex import (
     Repeat,
     Seq,
     alt,
+    needs_pruning,
     repeat,
     seq,
 )
@@ -89,6 +90,8 @@ def to_regex(node: Node) -> str:
 
 def _prune(node: Node) -> Node | None:
     """The node with the parts that match nothing removed; ``None`` if it matches nothing."""
+    if not needs_pruning(node):
+        return node
     if isinstance(node, CharSet):
         return None if node.is_empty() else node
     if isinstance(node, Literal | Empty):
@@ -135,6 +138,19 @@ def _prune(node: Node) -> Node | None:
 
 
 def _print(node: Node) -> tuple[str, str]:
+    """``(text, kind)`` of a pruned node (kept on a composite node: the
+    pieces every schema shares, a JSON string's characters, print once)."""
+    kind = type(node)
+    if kind is Seq or kind is Alt or kind is Repeat:
+        found = node._printed
+        if found is None:
+            found = _print_new(node)
+            object.__setattr__(node, "_printed", found)
+        return found
+    return _print_new(node)
+
+
+def _print_new(node: Node) -> tuple[str, str]:
     if isinstance(node, Empty):
         return "", "empty"
     if isinstance(node, CharSet):

@@ -108,7 +108,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -281,6 +281,8 @@ class Seq:
     parts: tuple[Node, ...]
 
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    _traits: int | None = field(default=None, init=False, repr=False, compare=False)
+    _printed: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return _cached_hash(self)
@@ -296,6 +298,8 @@ class Alt:
     options: tuple[Node, ...]
 
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    _traits: int | None = field(default=None, init=False, repr=False, compare=False)
+    _printed: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return _cached_hash(self)
@@ -315,6 +319,8 @@ class Repeat:
     max: int | None
 
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    _traits: int | None = field(default=None, init=False, repr=False, compare=False)
+    _printed: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return _cached_hash(self)
@@ -337,6 +343,7 @@ class Intersect:
     right: Node
 
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    _traits: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return _cached_hash(self)
@@ -350,6 +357,7 @@ class Difference:
     right: Node
 
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    _traits: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return _cached_hash(self)
@@ -403,77 +411,74 @@ _VOID = CharSet(())
 _SIGMA_STAR = Repeat(CharSet(((0, MAX_CODE_POINT),)), 0, None)
 
 
-def _memo_by_id(decide: Callable[[Node, dict[int, bool]], bool]) -> Callable[..., bool]:
-    """``decide(node, memo)`` answered once per node object: ``memo`` holds
-    the answers by ``id`` (a fresh one when the caller passes none; one
-    shared by many trees decides their shared subtrees once, the nodes
-    staying alive meanwhile)."""
+#: ``_traits`` bits (``_PRUNABLE``: an empty class or a ``{0}`` repeat is inside).
+_IS_VOID, _HAS_LOOKAROUND, _NULLABLE, _PRUNABLE = 1, 2, 4, 8
 
-    @functools.wraps(decide)
-    def decided(node: Node, memo: dict[int, bool] | None = None) -> bool:
-        if memo is None:
-            memo = {}
-        found = memo.get(id(node))
-        if found is None:
-            found = memo[id(node)] = decide(node, memo)
+
+def _traits(node: Node) -> int:
+    """``is_void``, ``has_lookaround``, ``nullable`` and ``needs_pruning`` of ``node`` as bits,
+    decided once per composite node and kept on it (nodes are immutable; a
+    subtree shared by many trees, or many times by one, is decided once)."""
+    kind = type(node)
+    if kind is CharSet:
+        return 0 if node.ranges else _IS_VOID | _PRUNABLE
+    if kind is Literal:
+        return 0
+    if kind is Empty:
+        return _NULLABLE
+    found = node._traits
+    if found is not None:
         return found
+    if kind is Seq:
+        bits = _NULLABLE
+        for part in node.parts:
+            t = _traits(part)
+            bits = (bits | (t & (_IS_VOID | _HAS_LOOKAROUND | _PRUNABLE))) & (t | ~_NULLABLE)
+    elif kind is Alt:
+        bits = _IS_VOID
+        for option in node.options:
+            t = _traits(option)
+            bits = (bits | (t & (_HAS_LOOKAROUND | _NULLABLE | _PRUNABLE))) & (t | ~_IS_VOID)
+    elif kind is Repeat:
+        t = _traits(node.node)
+        bits = t & (_HAS_LOOKAROUND | _PRUNABLE) | (_PRUNABLE if node.max == 0 else 0)
+        if node.min == 0:
+            bits |= _NULLABLE
+        else:
+            bits |= t & (_IS_VOID | _NULLABLE)
+    elif kind is Intersect:
+        left, right = _traits(node.left), _traits(node.right)
+        bits = _HAS_LOOKAROUND | ((left | right) & _IS_VOID) | (left & right & _NULLABLE)
+    elif kind is Difference:
+        left, right = _traits(node.left), _traits(node.right)
+        bits = _HAS_LOOKAROUND | (left & _IS_VOID) | (left & ~right & _NULLABLE)
+    else:
+        raise TypeError(f"not a regex AST node: {node!r}")
+    object.__setattr__(node, "_traits", bits)
+    return bits
 
-    return decided
 
-
-@_memo_by_id
-def is_void(node: Node, memo: dict[int, bool]) -> bool:
+def is_void(node: Node) -> bool:
     """Whether the node surely matches nothing (a sound, syntactic test;
-    exact for a node with no ``Intersect``/``Difference``, see ``has_lookaround``).
-    ``memo`` (optional): see ``_memo_by_id``."""
-    if isinstance(node, CharSet):
-        return node.is_empty()
-    if isinstance(node, Seq):
-        return any(is_void(p, memo) for p in node.parts)
-    if isinstance(node, Alt):
-        return all(is_void(o, memo) for o in node.options)
-    if isinstance(node, Repeat):
-        return node.min > 0 and is_void(node.node, memo)
-    if isinstance(node, Intersect):
-        return is_void(node.left, memo) or is_void(node.right, memo)
-    if isinstance(node, Difference):
-        return is_void(node.left, memo)
-    return False
+    exact for a node with no ``Intersect``/``Difference``, see ``has_lookaround``)."""
+    return bool(_traits(node) & _IS_VOID)
 
 
-@_memo_by_id
-def has_lookaround(node: Node, memo: dict[int, bool]) -> bool:
+def has_lookaround(node: Node) -> bool:
     """Whether ``Intersect`` or ``Difference`` occurs in the node (where
-    ``is_void`` is only sound: the language may be empty all the same).
-    ``memo`` (optional, not ``is_void``'s): see ``_memo_by_id``."""
-    if isinstance(node, Intersect | Difference):
-        return True
-    if isinstance(node, Seq):
-        return any(has_lookaround(p, memo) for p in node.parts)
-    if isinstance(node, Alt):
-        return any(has_lookaround(o, memo) for o in node.options)
-    if isinstance(node, Repeat):
-        return has_lookaround(node.node, memo)
-    return False
+    ``is_void`` is only sound: the language may be empty all the same)."""
+    return bool(_traits(node) & _HAS_LOOKAROUND)
 
 
 def nullable(node: Node) -> bool:
     """Whether the empty string is in the node's language."""
-    if isinstance(node, Empty):
-        return True
-    if isinstance(node, CharSet | Literal):
-        return False
-    if isinstance(node, Seq):
-        return all(nullable(p) for p in node.parts)
-    if isinstance(node, Alt):
-        return any(nullable(o) for o in node.options)
-    if isinstance(node, Repeat):
-        return node.min == 0 or nullable(node.node)
-    if isinstance(node, Intersect):
-        return nullable(node.left) and nullable(node.right)
-    if isinstance(node, Difference):
-        return nullable(node.left) and not nullable(node.right)
-    raise TypeError(f"not a regex AST node: {node!r}")
+    return bool(_traits(node) & _NULLABLE)
+
+
+def needs_pruning(node: Node) -> bool:
+    """Whether an empty class, a ``{0}`` repeat or a lookaround is inside
+    (else the printer prints the node as it is)."""
+    return bool(_traits(node) & (_PRUNABLE | _HAS_LOOKAROUND))
 
 
 def _lengths(node: Node) -> tuple[int, int | None]:

@@ -103,11 +103,10 @@ _EMPTY = "no text satisfies it (its language is empty)"
 
 def _context_free(ir: GrammarIR) -> ContextFree:
     """The grammar ``ir``; ``ConstraintError`` when its start derives no string."""
-    memos: tuple[dict, dict] = ({}, {})  # (the terminals share subtrees)
     terminals = [
         name
         for name, terminal in ir.terminals.items()
-        if terminal.literal or not _no_string(terminal.ast(), memos)
+        if terminal.literal or not _no_string(terminal.ast())
     ]
     try:  # (the reduced grammar's check, without building the terminals' automata)
         productive_rules(((r.lhs, r.rhs) for r in ir.rules), terminals, ir.start)
@@ -117,14 +116,12 @@ def _context_free(ir: GrammarIR) -> ContextFree:
     return ContextFree(ir)
 
 
-def _no_string(node: Node, memos: tuple[dict, dict] | None = None) -> bool:
+def _no_string(node: Node) -> bool:
     """Whether the AST's language is empty: syntactically where that is exact
     (no lookaround), else by its automaton (when that fits the default bound;
-    past it the backend's own compile meets the limit). ``memos``: for
-    ``has_lookaround`` and ``is_void``, shared by the trees of one grammar."""
-    memos = memos or ({}, {})
-    if not has_lookaround(node, memos[0]):
-        return is_void(node, memos[1])
+    past it the backend's own compile meets the limit)."""
+    if not has_lookaround(node):
+        return is_void(node)
     try:
         return ByteDFA.from_node(node).is_empty()
     except CompileLimitExceeded as e:

@@ -61,7 +61,7 @@ State = frozenset  # of Config
 class DominoCompiler(BaseCompiler):
     """The vocabulary's token trie for the compiled walk (``VocabTrie``),
     shared by every compilation; a constraint becomes a scanner grammar and
-    lark's tables."""
+    the core's LALR(1) tables."""
 
     def __init__(self, backend, vocab):
         super().__init__(backend, vocab)

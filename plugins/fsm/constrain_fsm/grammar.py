@@ -3,7 +3,7 @@ chooses the terminals that may come next, and each terminal is an FSM
 indexed over the vocabulary.
 
 Compile: the grammar goes through the core (``ReducedGrammar``, then
-lark's LALR(1) tables via ``lalr_table``); each
+the core's LALR(1) tables via ``lalr_table``); each
 terminal gets its own outlines-core index (cached per pattern, so grammars
 sharing ``ESCAPED_STRING`` share its index). The paper indexes, per parser
 state, the union of the FSMs of the terminals it accepts; the union of
