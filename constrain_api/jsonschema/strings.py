@@ -88,7 +88,7 @@ import json
 import unicodedata
 from collections.abc import Iterable
 
-from ..automata.printer import NOTHING_TEXT, to_regex
+from ..automata.printer import NOTHING_TEXT, is_atom, to_regex
 from ..automata.regex import (
     MAX_CODE_POINT,
     Alt,
@@ -331,21 +331,95 @@ def _string_not_in(excluded: frozenset[str], max_size: int) -> tuple[str, Node]:
 
 def _not_in_regex(root: dict, max_size: int, *, gather_wide: bool) -> tuple[str, Node]:
     """The quoted strings that leave the trie ``root`` or end off its words
-    (regex and AST)."""
+    (regex and AST: the AST from ``_not_in``, the text straight from the
+    trie by ``_not_in_text``, the same language in the same shape)."""
     try:
         diverge, paths, wide_paths, ends = _not_in(root, gather_wide)
+        texts = _not_in_text(root, gather_wide)
     except RecursionError:
         raise CompileLimitExceeded(
             "regex_size", max_size, None, "the excluded strings are too long"
         ) from None
-    leave = alt(diverge, seq(paths, _SPECIAL_SPELLED), seq(wide_paths, _NON_ASCII))
-    node = alt(seq(leave, _SIGMA_STAR_SPELLED), ends)
-    try:
-        return _quoted_encoded(node, max_size, "the strings other than the excluded ones")
-    except RecursionError:
-        raise CompileLimitExceeded(
-            "regex_size", max_size, None, "the excluded strings are too long"
-        ) from None
+    leaving_nodes = [diverge]
+    for piece, then in ((paths, _SPECIAL_SPELLED), (wide_paths, _NON_ASCII)):
+        if not _is_empty_class(piece):
+            leaving_nodes.append(seq(piece, then))
+    leave = _alt_distinct(leaving_nodes)
+    node = _alt_distinct([seq(leave, _SIGMA_STAR_SPELLED), ends])
+    (diverge_options, paths_text, wide_text, (ends_options, ends_optional)) = texts
+    leaving = list(diverge_options)
+    for piece, then in ((paths_text, _SPECIAL_TEXT), (wide_text, _NON_ASCII_TEXT)):
+        if piece is not None:
+            leaving.append((piece[0] + then, False))
+    leave_text = _render(leaving, False)
+    options = [] if leave_text is None else [(leave_text[0] + _SIGMA_STAR_TEXT, False)]
+    body = _render(options + ends_options, ends_optional)
+    if body is None:
+        return NOTHING_TEXT, CharSet(())
+    text = _check_size(f'"{body[0]}"', max_size, "the strings other than the excluded ones")
+    return text, seq(_QUOTE, node, _QUOTE)
+
+
+#: A piece of regex text: ``(text, atom)`` (``atom``: a quantifier may follow it).
+_Text = tuple[str, bool]
+_SPECIAL_TEXT = to_regex(_SPECIAL_SPELLED)
+_NON_ASCII_TEXT = to_regex(_NON_ASCII)
+_SIGMA_STAR_TEXT = to_regex(_SIGMA_STAR_SPELLED)
+
+
+def _render(options: list[_Text], optional: bool) -> _Text | None:
+    """The alternation of ``options`` (and of the empty string if
+    ``optional``) as text; ``None`` if it matches nothing."""
+    if not options:
+        return ("", True) if optional else None
+    if len(options) == 1:
+        text, atom = options[0]
+    else:
+        text, atom = "(?:" + "|".join(t for t, _ in options) + ")", True
+    if optional:
+        return (text if atom else f"(?:{text})") + "?", False
+    return text, atom
+
+
+def _not_in_text(trie: dict, gather_wide: bool) -> tuple:
+    """``_not_in``'s four pieces as text, printed straight from the trie
+    (the AST printer spent half the time of the whole piece): ``diverge``
+    as its options (for the caller to join into its own alternation),
+    ``paths`` and ``wide_paths`` as ``_Text`` or ``None`` (nothing), and
+    ``ends`` as ``(options, optional)``."""
+    kids = tuple(sorted(c for c in trie if c is not None))
+    here, here_path, wide_path = _leaving_text(kids, gather_wide)
+    lists: list[list[_Text]] = [[here] if here is not None else [], [], [], []]
+    for c in kids:
+        lit = _spelled_text(c)
+        child = _not_in_text(trie[c], gather_wide)
+        rests = (_render(child[0], False), child[1], child[2], _render(*child[3]))
+        for options, rest in zip(lists, rests, strict=True):
+            if rest is None:
+                continue
+            options.append(lit if not rest[0] else (lit[0] + rest[0], False))
+    paths = _render(lists[1], here_path)
+    wide_paths = _render(lists[2], wide_path)
+    return lists[0], paths, wide_paths, (lists[3], None not in trie)
+
+
+@functools.lru_cache(maxsize=4096)
+def _leaving_text(kids: tuple[str, ...], gather_wide: bool) -> tuple[_Text | None, bool, bool]:
+    """:func:`_leaving` as text: the class's ``_Text`` (``None``: none leaves
+    here), and whether the gathered escaped and non-ASCII branches may leave here."""
+    here, here_path, wide_path = _leaving(kids, gather_wide)
+    text = None if _is_empty_class(here) else to_regex(here)
+    return (
+        None if text is None else (text, is_atom(text)),
+        isinstance(here_path, Empty),
+        isinstance(wide_path, Empty),
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _spelled_text(c: str) -> _Text:
+    text = to_regex(_spelled_char(c))
+    return text, is_atom(text)
 
 
 def _not_in(trie: dict, gather_wide: bool = True) -> tuple[Node, Node, Node, Node]:
@@ -375,8 +449,27 @@ def _not_in(trie: dict, gather_wide: bool = True) -> tuple[Node, Node, Node, Nod
         for options, rest in zip(lists, _not_in(trie[c], gather_wide), strict=True):
             if not _is_empty_class(rest):
                 options.append(seq(lit, rest))
-    diverge, paths, wide_paths, ends = (alt(*options) for options in lists)
+    diverge, paths, wide_paths, ends = (_alt_distinct(options) for options in lists)
     return diverge, paths, wide_paths, ends
+
+
+def _alt_distinct(options: list[Node]) -> Node:
+    """``alt(*options)`` without its search for duplicates (which hashes
+    every new subtree): for options that differ (a trie node's each start
+    with their own child's character, and have at most one head), or where
+    a duplicate would only repeat a branch. Void options are left out."""
+    options = [o for o in options if not _is_empty_class(o)]
+    if not options:
+        return _VOID
+    if len(options) == 1:
+        return options[0]
+    flat: list[Node] = []
+    for o in options:
+        if type(o) is Alt:
+            flat.extend(o.options)
+        else:
+            flat.append(o)
+    return Alt(tuple(flat))
 
 
 def _is_empty_class(node: Node) -> bool:

@@ -482,6 +482,20 @@ def test_string_not_in(excluded: list[str]) -> None:
     assert concatenable(text) == text
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(alphabet='ab"\\\x01\x7fé😀', max_size=4), max_size=6))
+def test_string_not_in_text_and_ast_agree(excluded: list[str]) -> None:
+    """The text is printed straight from the names' trie, apart from the
+    AST: both are exactly the canonical strings but the excluded ones, on
+    random sets (prefixes of each other, escaped, control, non-ASCII
+    characters, the empty name), and the text joins as it is."""
+    text, node = string_not_in_piece(excluded)
+    spelled = ByteDFA.from_strings(json.dumps(s, ensure_ascii=False).encode() for s in excluded)
+    assert dfa(text).same_language(dfa(string_regex()).difference(spelled))
+    assert ByteDFA.from_node(node).same_language(dfa(text))
+    assert concatenable(text) == text
+
+
 def test_string_not_in_falls_back_to_the_shorter_spelling() -> None:
     """Gathering the non-ASCII characters that leave the name trie (one
     branch, a smaller automaton) lengthens the text; past ``max_size`` the
