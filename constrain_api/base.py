@@ -90,6 +90,9 @@ class StateChecker(ABC, Generic[S]):
         self.compiled = compiled
         self.vocab = compiled.vocab
         self._special_bits = compiled.special_bits
+        # what every step asks of the vocabulary, bound once
+        self._size, self._eos_ids = self.vocab.size, self.vocab.eos_ids
+        self._special_ids = self.vocab.special_ids
         self._max_rollback = max_rollback
         self.init()
 
@@ -140,11 +143,11 @@ class StateChecker(ABC, Generic[S]):
 
     def _step(self, state: Any, token_id: int) -> Any:
         """The next state, or ``None`` when ``token_id`` is not allowed."""
-        if state is _TERMINATED or not 0 <= token_id < self.vocab.size:
+        if state is _TERMINATED or not 0 <= token_id < self._size:
             return None
-        if token_id in self.vocab.eos_ids:
+        if token_id in self._eos_ids:
             return _TERMINATED if self.state_accepting(state) else None
-        if token_id in self.vocab.special_ids:
+        if token_id in self._special_ids:
             return None
         return self.advance(state, token_id)
 

@@ -208,6 +208,33 @@ def test_special_bits_clear_specials_padding_and_set_eos():
     assert 0 not in TokenMask(row, 70)
 
 
+@pytest.mark.parametrize(
+    ("size", "special"),
+    [
+        (128_256, range(128_000, 128_256)),  # Llama-3: one block at the end (a slice)
+        (32_000, [0, 1, 2]),  # Llama-2: the first word
+        (5_000, [0, 2_500, 4_999]),  # spread over the row (a gather and scatter)
+        (4_000, []),  # none
+    ],
+)
+def test_special_bits_on_blocks_and_spread_ids(size, special):
+    """Whichever way the special words are cleared (one slice when they
+    lie together, an index otherwise), the row equals the reference: every
+    special id cleared, other bits kept, EOS set only when accepting."""
+    rng = np.random.default_rng(size)
+    eos = [special[-1]] if len(special) else []
+    bits = SpecialBits(_Vocab(size, eos=eos, special=special))
+    allowed = rng.random(size) < 0.5
+    for accepting in (False, True):
+        row = bitmask_from_bool(allowed[None, :])[0].copy()
+        bits.finish_row(row, accepting=accepting)
+        want = allowed.copy()
+        want[list(special)] = False
+        if accepting:
+            want[eos] = True
+        assert np.array_equal(bitmask_to_bool(row, size), want)
+
+
 def test_module_has_docstrings():
     for name in masks.__all__ if hasattr(masks, "__all__") else dir(masks):
         obj = getattr(masks, name)

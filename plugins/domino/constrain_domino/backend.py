@@ -22,7 +22,6 @@ paths are longer, so its masks are a subset of the oracle's).
 
 from __future__ import annotations
 
-import contextlib
 import operator
 import threading
 import time
@@ -40,7 +39,9 @@ from constrain_api import (
     LRTable,
     Stack,
     StateChecker,
+    TokenRejected,
     lalr_table,
+    rejection_reason,
 )
 
 from .scanner import BOUNDARY, ScannerGrammar
@@ -51,6 +52,18 @@ KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
 REGULAR = frozenset({"regex", "choice"})
 
 _UNKNOWN = object()
+#: Entries of each per-state memo (steps, contexts, acceptance) before it is cleared.
+_STATE_MEMO = 100_000
+
+
+def _remember(memo: dict, key, value):
+    """``memo[key] = value`` (the memo emptied first when full); returns ``value``."""
+    if len(memo) > _STATE_MEMO:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
 #: the default bound on the bytes of tree masks a compiled constraint keeps
 TREE_BYTES = 256 * 2**20
 
@@ -173,6 +186,10 @@ class DominoCompiled(BaseCompiled):
         # the speculative model: (scanner positions, parser sub-states) -> {token: count}
         self._counts: dict[frozenset, dict[int, int]] = {}
         self._steps: dict[tuple[State, int], State | None] = {}
+        # per state, what decoding asks at every step: its context and
+        # whether it accepts (bounded like the steps' memo)
+        self._contexts: dict[State, frozenset] = {}
+        self._accepting: dict[State, bool] = {}
 
     def checker(self) -> DominoChecker:
         return DominoChecker(self)
@@ -182,8 +199,10 @@ class DominoCompiled(BaseCompiled):
         """The subterminal tree of ``position`` (built on first use)."""
         tree = self._trees.get(position)
         if tree is not None:
-            with contextlib.suppress(KeyError):  # another thread may have dropped it
+            try:  # noqa: SIM105 (not contextlib.suppress: a context manager per call)
                 self._trees.move_to_end(position)  # least recently used goes first
+            except KeyError:  # another thread dropped it
+                pass
             return tree
         with self._builder.lock:  # the builder's memo is shared by the positions
             tree = self._trees.get(position)
@@ -248,14 +267,16 @@ class DominoCompiled(BaseCompiled):
         nxt = steps.get(key, _UNKNOWN)  # get, not `in` then []: another thread may clear it
         if nxt is not _UNKNOWN:
             return nxt
-        nxt = self.advance(state, self.vocab.token_bytes(token_id))
-        if len(steps) > 100_000:
-            steps.clear()
-        steps[key] = nxt
-        return nxt
+        return _remember(steps, key, self.advance(state, self.vocab.token_bytes(token_id)))
 
     def accepting(self, state: State) -> bool:
-        """Whether the text of ``state`` is a sentence."""
+        """Whether the text of ``state`` is a sentence (memoized, bounded)."""
+        known = self._accepting.get(state)
+        if known is None:
+            known = _remember(self._accepting, state, self._accepts(state))
+        return known
+
+    def _accepts(self, state: State) -> bool:
         g, lr = self.grammar, self.lr
         for stack, t, q in state:
             if t < 0 or (g.accept[t][q] and t in g.ignore):
@@ -276,7 +297,9 @@ class DominoCompiled(BaseCompiled):
 
     def learn(self, state: State, token_id: int) -> None:
         """Count ``token_id`` as accepted in ``state``."""
-        key = self.context(state)
+        key = self._contexts.get(state)
+        if key is None:
+            key = _remember(self._contexts, state, self.context(state))
         with self._lock:
             counts = self._counts.setdefault(key, {})
             counts[token_id] = counts.get(token_id, 0) + 1
@@ -291,8 +314,10 @@ class DominoCompiled(BaseCompiled):
         """The normal tokens allowed in ``state``, packed (cached)."""
         words = self._masks.get(state)
         if words is not None:
-            with contextlib.suppress(KeyError):  # another thread may have evicted it
+            try:  # noqa: SIM105 (not contextlib.suppress: a context manager per step)
                 self._masks.move_to_end(state)  # least recently used goes first
+            except KeyError:  # another thread evicted it
+                pass
             return words
         words = np.zeros((self.vocab.size + 31) // 32, dtype=np.int32)
         for stack, t, q in state:
@@ -346,13 +371,20 @@ class DominoChecker(StateChecker[State]):
 
     def update(self, token_ids) -> None:
         """Accept ``token_ids`` (atomically) and count them for :meth:`propose`."""
-        if isinstance(token_ids, int | np.integer) or self.validate(token_ids) < len(token_ids):
-            super().update(token_ids)  # raises, and leaves the state as it was
-        for token_id in map(operator.index, token_ids):  # all accepted: steps are memoized
-            before = self.state
-            super().update([token_id])
-            if token_id not in self.vocab.eos_ids:
-                self.compiled.learn(before, token_id)
+        if isinstance(token_ids, int | np.integer):
+            super().update(token_ids)  # raises TypeError
+        ids = [operator.index(t) for t in token_ids]
+        before = [self.state]
+        for index, token_id in enumerate(ids):
+            state = self._step(before[-1], token_id)
+            if state is None:
+                raise TokenRejected(token_id, index, rejection_reason(self.vocab, token_id))
+            before.append(state)
+        eos, learn = self.vocab.eos_ids, self.compiled.learn
+        for token_id, state in zip(ids, before, strict=False):
+            if token_id not in eos:
+                learn(state, token_id)
+        self._stack.extend(before[1:])
 
     def propose(self, max_tokens: int) -> list[int]:
         """Up to ``max_tokens`` tokens the speculative model expects next, each

@@ -225,6 +225,30 @@ def test_speculative_drafts_learned_from_accepted_tokens(vocab):
     del torch
 
 
+def test_update_of_several_tokens_is_atomic_and_learns_each_in_its_context(vocab):
+    """One ``update`` of several tokens steps them once: a rejected one
+    leaves the state and the speculative model as they were (nothing
+    learned, the index of the refused token reported); accepted ones are
+    each counted in the context before them, so a fresh checker proposes
+    them back in order, and the state is the one token-by-token updates reach."""
+    compiled = ca.get("domino").compile(ca.Grammar(NESTED), vocab)
+    tokens = vocab.encode("[[1,2]]")  # (each token in a context of its own)
+    checker = compiled.checker()
+    probe = ca.get("domino").compile(ca.Grammar(NESTED), vocab).checker()  # (learns apart)
+    probe.update(tokens[:2])
+    bad = next(t for t in range(vocab.size) if not probe.accepts(t))
+    with pytest.raises(ca.TokenRejected) as e:
+        checker.update([*tokens[:2], bad])
+    assert e.value.index == 2 and checker.state == compiled.checker().state
+    assert compiled.checker().propose(4) == []
+    checker.update(tokens)
+    one_by_one = compiled.checker()
+    for t in tokens:
+        one_by_one.update([t])
+    assert checker.state == one_by_one.state and checker.is_accepting()
+    assert compiled.checker().propose(len(tokens)) == tokens
+
+
 def test_opportunistic_masking_checks_the_models_pick_first(vocab):
     """With ``opportunistic=True`` the loop asks ``accepts`` about the model's
     own pick and builds a mask only when it is refused: a model that wants a
