@@ -42,6 +42,7 @@ from constrain_api import (
     TokenRejected,
     lalr_table,
     rejection_reason,
+    row_view,
 )
 
 from .scanner import BOUNDARY, ScannerGrammar
@@ -311,7 +312,8 @@ class DominoCompiled(BaseCompiled):
 
     # -- masks ---------------------------------------------------------------------
     def state_mask(self, state: State) -> np.ndarray:
-        """The normal tokens allowed in ``state``, packed (cached)."""
+        """The tokens allowed in ``state``, packed and finished (special bits
+        cleared, EOS set when ``state`` accepts): a ready ``fill_mask`` row (cached)."""
         words = self._masks.get(state)
         if words is not None:
             try:  # noqa: SIM105 (not contextlib.suppress: a context manager per step)
@@ -322,6 +324,7 @@ class DominoCompiled(BaseCompiled):
         words = np.zeros((self.vocab.size + 31) // 32, dtype=np.int32)
         for stack, t, q in state:
             self._walk((t, q), stack, words)
+        self.special_bits.finish_row(words, self.accepting(state))
         words.flags.writeable = False
         with self._lock:
             self._masks[state] = words
@@ -405,6 +408,14 @@ class DominoChecker(StateChecker[State]):
 
     def fill_state(self, state: State, row: np.ndarray) -> None:
         row[:] = self.compiled.state_mask(state)
+
+    def fill_mask(self, bitmask, row: int = 0) -> None:
+        """Write the allowed next tokens into ``bitmask[row]``: the state's
+        cached row, already finished (one copy)."""
+        if self.terminated:
+            super().fill_mask(bitmask, row)
+            return
+        row_view(bitmask, row, self._size)[:] = self.compiled.state_mask(self.state)
 
     def state_accepting(self, state: State) -> bool:
         return self.compiled.accepting(state)
