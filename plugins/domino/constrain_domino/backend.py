@@ -240,6 +240,20 @@ class DominoCompiled(BaseCompiled):
         """The configurations after ``data``, or ``None`` if there are none."""
         g, lr = self.grammar, self.lr
         rows, accept, first, ignore, names = g.rows, g.accept, g.first, g.ignore, g.names
+        if len(state) == 1:
+            # one configuration inside a terminal (most steps): its automaton
+            # alone reads the bytes up to an accepting state, no sets built
+            ((stack, t, q),) = state
+            if t >= 0:
+                row, accepts, i = rows[t], accept[t], 0
+                while i < len(data) and not accepts[q]:
+                    q = row[q][data[i]]
+                    if q < 0:
+                        return None
+                    i += 1
+                if i == len(data):
+                    return frozenset(((stack, t, q),))
+                state, data = frozenset(((stack, t, q),)), data[i:]
         for byte in data:
             out = set()
             for stack, t, q in state:
