@@ -127,6 +127,11 @@ class Lowerer:
         self._active: list[str] = []
         self._recursive: set[str] = set()
         self._memo: dict[str, Expr] = {}
+        # schemas being lowered, by content → their rule's name should they
+        # recur inside themselves (a cycle through a $ref merged with its
+        # siblings, which no pointer names); those that did
+        self._lowering: dict[str, str] = {}
+        self._recurring: set[str] = set()
         self._validation: tuple | None = None  # (validator class, registry, format checker)
         self.rules_inlined: dict[str, Expr] = {}
         self._depth = 0
@@ -156,18 +161,28 @@ class Lowerer:
         key = json.dumps(schema, sort_keys=False)
         if key in self._memo:
             return self._memo[key]
+        if key in self._lowering:  # met again inside itself: a recursion
+            if not self.grammar:
+                raise NotRegular
+            self._recurring.add(key)
+            return Call(self._lowering[key])
         checkpoint()
         if self._depth > 150:
             raise _unsupported(
                 "schema", where, "nested more than 150 deep (a reference cycle through siblings?)"
             )
         self._depth += 1
+        name = self._lowering[key] = f"r{len(self._memo)}_{len(self._lowering)}"
         try:
             expr = self._lower(dict(schema), where)
         except RecursionError:
             raise _unsupported("schema", where, "nested too deeply") from None
         finally:
             self._depth -= 1
+            del self._lowering[key]
+        if key in self._recurring:
+            self.rules[name] = expr
+            expr = Call(name)
         self._memo[key] = expr
         if is_nothing(expr):
             self.nothing_at.append(f"#{where}")
@@ -778,7 +793,10 @@ class Lowerer:
         if "__not_strings__" in s:
             if "pattern" in s or fmt or lo or hi is not None:
                 raise _unsupported("not enum", where, "with other string keywords")
-            return _quoted_rx(strings.string_not_in_piece(s["__not_strings__"]))
+            excluded = s["__not_strings__"]
+            return _quoted_rx(
+                strings.string_not_in_piece(excluded, max_size=self.options.max_regex_chars)
+            )
         if fmt is not None:
             if "pattern" in s:
                 raise _unsupported(f"format {fmt!r} with pattern", where, "their conjunction")
@@ -950,7 +968,10 @@ class Lowerer:
             value = self.lower(additional, join_pointer(where, "additionalProperties"))
             if value == NOTHING:
                 return None
-            return self._member(_quoted_rx(strings.string_not_in_piece(names)), value)
+            # (the names' regex grows with the names, linearly: bounded as
+            # the whole lowering is, not as a pattern's expansion is)
+            other = strings.string_not_in_piece(names, max_size=self.options.max_regex_chars)
+            return self._member(_quoted_rx(other), value)
         if len(patterns) > 4:
             raise _unsupported("patternProperties", where, "more than 4 patterns")
         limit = self.options.max_states

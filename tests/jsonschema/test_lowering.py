@@ -110,6 +110,76 @@ def test_recursive_ref_is_a_grammar():
     assert not ok('{"v":1,"kids":[{}]}')
 
 
+def test_recursion_through_a_ref_merged_with_its_siblings_is_a_rule():
+    """A ``$ref`` with sibling keywords (draft 2020-12 applies both) is
+    merged into one schema; when that schema holds itself again (the
+    reference is inside its target) no pointer names the cycle: the same
+    content met inside itself becomes a rule (it was refused as nested
+    more than 150 deep). The language against the validator."""
+    schema = {
+        "$defs": {
+            "t": {
+                "type": "object",
+                "properties": {"a": {"$ref": "#/$defs/t", "maxProperties": 1}},
+                "additionalProperties": {"type": "integer"},
+            }
+        },
+        "$ref": "#/$defs/t",
+        "maxProperties": 1,
+    }
+    lowered, _ = language(schema)
+    assert isinstance(lowered, GrammarIR)
+    instances = [
+        {},
+        {"a": {}},
+        {"a": {"a": {"a": {}}}},
+        {"a": {"b": 1}},
+        {"b": 2},
+        {"a": {"a": {}, "b": 1}},  # two members one level down
+        {"a": {}, "b": 1},
+        {"a": {"a": 1}},
+        {"a": {"a": {"a": "x"}}},
+        {"b": "x"},
+    ]
+    verdicts = judged_by_the_validator(schema, instances)
+    assert any(verdicts) and not all(verdicts)
+
+
+def test_many_declared_names_beside_other_members():
+    """The regex of "any other member name" grows with the declared names
+    (linearly: a trie of them); past 20,000 characters it is bounded as the
+    whole lowering is (``max_regex_chars``), not refused as a pattern's
+    expansion would be. 60 names of 8-16 letters: a 26,000-character piece."""
+    import random
+
+    rng = random.Random(3)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    names = sorted(
+        {"".join(rng.choice(letters) for _ in range(rng.randint(8, 16))) for _ in range(60)}
+    )
+    schema = {
+        "type": "object",
+        "properties": {n: {"type": "integer"} for n in names},
+        "additionalProperties": {"type": "string"},
+    }
+    from constrain_api.jsonschema.strings import string_not_in
+
+    assert len(string_not_in(names, max_size=10**6)) > 20_000
+    a, b = names[0], names[-1]
+    instances = [
+        {a: 1},
+        {a: "x"},  # a declared name takes its own schema, not the others'
+        {a: 1, "zz": "y"},
+        {"zz": 2},
+        {a[:-1]: "prefix of a name"},
+        {a + "q": "longer than a name"},
+        {a[:-1]: 3},
+        {b: 1, a: 2},
+    ]
+    verdicts = judged_by_the_validator(schema, instances)
+    assert any(verdicts) and not all(verdicts)
+
+
 def test_one_of_exact_or_as_any_of():
     disjoint = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
     _, ok = language(disjoint)
