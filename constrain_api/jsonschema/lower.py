@@ -75,6 +75,36 @@ class NotRegular(Exception):
     """Regex mode met recursion or a schema-free value."""
 
 
+class _NotListed(Exception):
+    """The validator cannot judge a schema's listed values (``Lowerer._listed``)."""
+
+
+def _discriminator(cond: Any) -> tuple[str, dict, bool, bool] | None:
+    """``(member, its schema, required, object only)`` of a condition that
+    tests one member against listed values (``const``/``enum``, maybe with a
+    ``type``), or ``None``."""
+    if not isinstance(cond, dict):
+        return None
+    keys = {k for k in cond if _validating({k: cond[k]})}
+    props = cond.get("properties")
+    if not keys <= {"properties", "required", "type"} or not isinstance(props, dict):
+        return None
+    if len(props) != 1:
+        return None
+    ((name, schema),) = props.items()
+    if not isinstance(schema, dict) or not ("const" in schema or "enum" in schema):
+        return None
+    if {k for k in schema if _validating({k: schema[k]})} - {"const", "enum", "type"}:
+        return None
+    required = cond.get("required", [])
+    if required not in ([], [name]):
+        return None
+    kind = cond.get("type")
+    if kind not in (None, "object", ["object"]):
+        return None
+    return name, schema, bool(required), kind is not None
+
+
 @dataclass(frozen=True)
 class Options:
     """How a schema becomes a language (the ``JsonSchema`` spec's fields)."""
@@ -218,12 +248,15 @@ class Lowerer:
             s = self._flatten(s, where)
             if not isinstance(s, dict):
                 return self.lower(s, where)
+            finite = self._finite(s, where)  # (a listed value may come from a branch's $ref)
+            if finite is not None:
+                return finite
         if any(key in s for key in _DEPENDENCIES):
             s = self._dependencies(s, where)
         for key, reason in _REFUSED.items():
             if key in s and not _trivial(key, s[key]):
                 raise _unsupported(key, where, reason)
-        if "if" in s or "then" in s or "else" in s:
+        if "if" in s or "then" in s or "else" in s or "__conditionals__" in s:
             s = self._conditional(s, where)
             if not isinstance(s, dict):
                 return self.lower(s, where)
@@ -362,6 +395,10 @@ class Lowerer:
                         f"{key} under allOf/anyOf/oneOf/$ref", where, "evaluation across schemas"
                     )
         out = dict(a)
+        if "if" in a and "if" in b:  # two conditionals: decided together (``_conditional``)
+            b = dict(b)
+            later = {k: b.pop(k) for k in ("if", "then", "else") if k in b}
+            out["__conditionals__"] = [*a.get("__conditionals__", []), later]
         arrays = any(k in s for s in (a, b) for k in ("items", "prefixItems", "additionalItems"))
         for key, value in b.items():
             if arrays and key in ("items", "prefixItems", "additionalItems"):
@@ -376,6 +413,9 @@ class Lowerer:
                 # two of these cannot share one schema: apply the second later
                 deferred = value if key == "__allOf__" else [{key: value}]
                 out["__allOf__"] = list(out.get("__allOf__", [])) + deferred
+                continue
+            if key == "__conditionals__":
+                out[key] = [*mine, *value]
                 continue
             out[key] = self._merge_keyword(key, mine, value, a, b, where)
         if ("properties" in a and "properties" in b) or (
@@ -564,16 +604,101 @@ class Lowerer:
         return either(*parts)
 
     def _conditional(self, s: dict, where: str) -> Any:
-        if "if" not in s:  # then/else without if do nothing
-            s.pop("then", None), s.pop("else", None)
+        """``s`` with its conditionals (its own ``if``/``then``/``else`` and
+        those ``allOf`` merged in) folded into choices, or refused.
+
+        A condition of ``true``/``false`` picks its branch. Otherwise every
+        condition must test one member against listed values, the same
+        member in all of them (a discriminator: ``{"properties": {"kind":
+        {"const": "a"}}}``, with or without ``"required": ["kind"]`` and
+        ``"type": "object"``), with value lists that do not meet: a value
+        then meets one condition at most, and the cases are disjoint, so
+        their ``anyOf`` is exact and grows with the conditions, not with
+        their combinations (see ``_discriminator_cases``)."""
+        blocks = [{k: s.pop(k) for k in ("if", "then", "else") if k in s}]
+        blocks += s.pop("__conditionals__", [])
+        pending = []
+        for block in blocks:
+            if "if" not in block:  # then/else without if do nothing
+                continue
+            cond, then, other = block["if"], block.get("then", True), block.get("else", True)
+            if then is True and other is True:
+                continue
+            if cond is True or cond is False:
+                s = self._merge(s, then if cond else other, where)
+                if s is False:
+                    return False
+                continue
+            pending.append((cond, then, other))
+        if not pending:
             return s
-        cond = s.pop("if")
-        then, other = s.pop("then", True), s.pop("else", True)
-        if then is True and other is True:
-            return s
-        if cond is True or cond is False:
-            return self._merge(s, then if cond else other, where)
-        raise _unsupported("if/then/else", where, "conditional schemas need negation of 'if'")
+        cases = self._discriminator_cases(pending, where)
+        if cases is None:
+            if len(pending) > 1:
+                raise _unsupported(
+                    "allOf with two if keywords", where, "conditions on different members"
+                )
+            raise _unsupported("if/then/else", where, "conditional schemas need negation of 'if'")
+        s["__allOf__"] = [*s.get("__allOf__", []), {"anyOf": cases}]
+        return s
+
+    def _discriminator_cases(self, pending: list[tuple], where: str) -> list[Any] | None:
+        """Disjoint schemas whose union is the conjunction of the conditionals
+        ``(if, then, else)`` in ``pending``, or ``None`` when they are not all
+        discriminators on one member with disjoint value lists.
+
+        With member ``p`` and value lists ``S_1 .. S_k``: ``p`` present with a
+        value in ``S_j`` (``then_j`` and every other ``else``); ``p`` present
+        with a value in none (every ``else``); and, for the conditions that
+        hold without ``p`` (no ``required``), ``p`` absent (their ``then``s,
+        the others' ``else``s); a non-object holds every condition without
+        ``"type": "object"`` and fails those with it."""
+        found = [_discriminator(c) for c, _, _ in pending]
+        if any(f is None for f in found) or len({f[0] for f in found}) != 1:
+            return None
+        name = found[0][0]
+        try:
+            lists = [self._listed(f[1], where) for f in found]
+        except _NotListed:
+            return None
+        for i, j in itertools.combinations(range(len(lists)), 2):
+            if any(_json_equal(v, w) for v in lists[i] for w in lists[j]):
+                return None
+        thens = [t for _, t, _ in pending]
+        elses = [e for _, _, e in pending]
+
+        def conj(*parts: Any) -> Any:
+            return {"allOf": [p for p in parts if p is not True]} if parts else True
+
+        cases = []
+        for j, values in enumerate(lists):
+            picked = [thens[j], *(e for i, e in enumerate(elses) if i != j)]
+            member = {"type": "object", "required": [name], "properties": {name: {"enum": values}}}
+            cases.append(conj(member, *picked))
+        every = [v for values in lists for v in values]
+        outside = {"not": {"enum": every}}
+        cases.append(
+            conj({"type": "object", "required": [name], "properties": {name: outside}}, *elses)
+        )
+        absent = [thens[i] if not f[2] else elses[i] for i, f in enumerate(found)]
+        cases.append(conj({"type": "object", "properties": {name: False}}, *absent))
+        others = [elses[i] if f[3] else thens[i] for i, f in enumerate(found)]
+        cases.append(conj({"not": {"type": "object"}}, *others))
+        return cases
+
+    def _listed(self, s: dict, where: str) -> list[Any]:
+        """The values ``s`` lists (``const``/``enum``) that its other keywords
+        accept, decided by the validator; ``_NotListed`` when it cannot judge
+        (an unresolvable reference, an unusable keyword)."""
+        values = _enum_values(s, where)
+        rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
+        if _validating(rest):
+            try:
+                validator = self._validator_for(rest)
+                values = [v for v in values if validator.is_valid(v)]
+            except Exception as e:
+                raise _NotListed(str(e)) from None
+        return values
 
     def _negate(self, s: dict, where: str) -> Any:
         """``s`` with its ``not`` folded into the other keywords (or refused)."""
@@ -623,6 +748,13 @@ class Lowerer:
             return s
         if keys <= {"enum", "const"} and "enum" not in s and "const" not in s:
             values = _enum_values(neg, None)
+            types = _types_of(s)
+            if types <= {"boolean", "null"}:  # finitely many values: list those left
+                every = ([True, False] if "boolean" in types else []) + (
+                    [None] if "null" in types else []
+                )
+                s["enum"] = [u for u in every if not any(_json_equal(u, v) for v in values)]
+                return s
             strings_only = all(isinstance(v, str) for v in values) and _types_of(s) == {"string"}
             if strings_only and not set(s) - {"type", "not"} - _annotations(s):
                 s["__not_strings__"] = values
@@ -632,14 +764,10 @@ class Lowerer:
     # ---------------------------------------------------------------- enum
 
     def _enum(self, s: dict, where: str) -> Expr:
-        values = _enum_values(s, where)
-        rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
-        if _validating(rest):
-            try:
-                validator = self._validator_for(rest)
-                values = [v for v in values if validator.is_valid(v)]
-            except Exception as e:  # unresolvable reference, unusable keyword
-                raise _unsupported("enum", where, f"cannot check values: {e}") from None
+        try:
+            values = self._listed(s, where)
+        except _NotListed as e:
+            raise _unsupported("enum", where, f"cannot check values: {e}") from None
         return either(*(self.literal(v) for v in values))
 
     def _dependencies(self, s: dict, where: str) -> dict:

@@ -180,6 +180,80 @@ def test_many_declared_names_beside_other_members():
     assert any(verdicts) and not all(verdicts)
 
 
+CONDITIONALS = {
+    "one if with else": {
+        "type": "object",
+        "properties": {"kind": {"type": "string"}, "a": {"type": "integer"}},
+        "if": {"properties": {"kind": {"const": "num"}}},
+        "then": {"required": ["a"]},
+        "else": {"properties": {"a": False}},
+    },
+    "allOf of ifs on one member": {
+        "allOf": [
+            {"if": {"properties": {"kind": {"enum": ["x", "y"]}}}, "then": {"required": ["a"]}},
+            {
+                "if": {"properties": {"kind": {"const": "z"}}, "required": ["kind"]},
+                "then": {"required": ["b"]},
+                "else": {"properties": {"b": {"type": "string"}}},
+            },
+            {
+                "if": {"type": "object", "properties": {"kind": {"type": "string", "const": 3}}},
+                "then": False,
+            },
+        ],
+        "properties": {"kind": {"type": "string"}, "a": {"type": "integer"}, "b": {}},
+    },
+    "a boolean discriminator": {
+        "type": "object",
+        "properties": {"on": {"type": "boolean"}, "n": {"type": "integer"}},
+        "allOf": [
+            {"if": {"properties": {"on": {"const": True}}}, "then": {"required": ["n"]}},
+            {"if": {"properties": {"on": {"const": False}}}, "then": {"not": {"required": ["n"]}}},
+        ],
+    },
+}
+CONDITIONAL_INSTANCES = [
+    {}, {"kind": "num"}, {"kind": "num", "a": 1}, {"kind": "str"}, {"kind": "str", "a": 1},
+    {"a": 1}, {"kind": "x"}, {"kind": "x", "a": 2}, {"kind": "y", "a": 2, "b": 1},
+    {"kind": "z"}, {"kind": "z", "b": 1}, {"kind": "z", "b": "s", "a": 1}, {"kind": 3},
+    {"kind": "w", "b": 1}, {"kind": "w", "b": "s"}, {"b": "s"}, {"b": 1}, {"a": 1, "b": "s"},
+    {"on": True}, {"on": True, "n": 1}, {"on": False}, {"on": False, "n": 1}, {"n": 1},
+    {"on": None}, 1, "s", None, [1], True,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(CONDITIONALS))
+def test_conditionals_on_one_member_are_cases_of_its_value(name):
+    """``if``/``then``/``else`` whose conditions test one member against
+    listed values (alone, or several in ``allOf``: refused before) become
+    cases of that member — a listed value, none of them, absent, not an
+    object — judged against the validator on members present, absent,
+    matching each list and none, and on values that are not objects."""
+    schema = CONDITIONALS[name]
+    verdicts = judged_by_the_validator(schema, CONDITIONAL_INSTANCES)
+    assert any(verdicts) and not all(verdicts)
+
+
+def test_conditionals_on_different_members_or_overlapping_lists_are_refused():
+    two_members = {
+        "allOf": [
+            {"if": {"properties": {"a": {"const": 1}}}, "then": {"required": ["x"]}},
+            {"if": {"properties": {"b": {"const": 1}}}, "then": {"required": ["y"]}},
+        ]
+    }
+    overlapping = {
+        "allOf": [
+            {"if": {"properties": {"a": {"enum": [1, 2]}}}, "then": {"required": ["x"]}},
+            {"if": {"properties": {"a": {"enum": [2, 3]}}}, "then": {"required": ["y"]}},
+        ]
+    }
+    for schema in (two_members, overlapping):
+        with pytest.raises(UnsupportedConstraint, match="allOf with two if keywords"):
+            lower_json_schema_ir(JsonSchema(schema))
+    with pytest.raises(UnsupportedConstraint, match="if/then/else"):
+        lower_json_schema_ir(JsonSchema({"if": {"minItems": 1}, "then": {"maxItems": 3}}))
+
+
 def test_one_of_exact_or_as_any_of():
     disjoint = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
     _, ok = language(disjoint)
