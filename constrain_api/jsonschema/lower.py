@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -1366,34 +1367,41 @@ def _role_on_type(s: Any, tau: str) -> str:
 
 
 def _exclusive_required(branches: list[dict]) -> list[dict] | None:
-    """Object branches that differ only in ``required``, each made to match
-    where no other does: branch i holds its names, so it fails branch j iff
-    a name j requires beyond i's is absent; with one such name per other
-    branch that is ``properties: {name: false}`` (a branch whose values all
-    match another is dropped). ``None`` when some j requires two or more
-    names beyond i's, or the branches differ otherwise."""
+    """Object branches that differ only in ``required`` (and annotations),
+    each made to match where no other does: branch i holds its names, so it
+    fails branch j iff a name j requires beyond i's is absent — for one such
+    name ``properties: {name: false}``, for several ``not: {required:
+    names}`` (the objects lacking one of them; a branch whose values all
+    match another is dropped). ``None`` when the branches differ otherwise,
+    or the choices of absent names would multiply past ``_MAX_ABSENT_CHOICES``."""
 
     def rest(b: dict) -> dict:
-        return {k: v for k, v in b.items() if k != "required"}
+        return {k: v for k, v in b.items() if k != "required" and k not in _annotations(b)}
 
     if any(rest(b) != rest(branches[0]) for b in branches[1:]):
         return None
     out = []
     for i, mine in enumerate(branches):
         have = set(mine.get("required", []))
-        absent: list[str | None] = []
-        for j, other in enumerate(branches):
-            if j != i:
-                beyond = [n for n in other.get("required", []) if n not in have]
-                if len(beyond) > 1:
-                    return None
-                absent.append(beyond[0] if beyond else None)
-        if None in absent:
+        beyond = [
+            [n for n in dict.fromkeys(other.get("required", [])) if n not in have]
+            for j, other in enumerate(branches)
+            if j != i
+        ]
+        if any(not names for names in beyond):
             continue  # every value of branch i matches that other branch too
+        if math.prod(len(names) for names in beyond) > _MAX_ABSENT_CHOICES:
+            return None
         properties = dict(mine.get("properties", {}))
-        properties.update(dict.fromkeys(absent, False))
-        out.append({**mine, "properties": properties})
+        properties.update(dict.fromkeys((n[0] for n in beyond if len(n) == 1), False))
+        lacking = [{"not": {"required": names}} for names in beyond if len(names) > 1]
+        branch = {**mine, "properties": properties}
+        out.append({"allOf": [branch, *lacking]} if lacking else branch)
     return out
+
+
+#: The most combinations of absent members ``_exclusive_required`` builds per branch.
+_MAX_ABSENT_CHOICES = 64
 
 
 def _members_named(dep: Any) -> list[str]:

@@ -324,6 +324,20 @@ ONE_OF_BY_TYPE_CASES = [
         {"oneOf": [{"type": ["string", "null"]}, {"type": ["null", "integer"]}]},
         ["x", 3, None, 2.5, True, [], {}],
     ),
+    (
+        {  # groups of members: exactly one group present in full
+            "type": "object",
+            "properties": {"r": {"type": "number"}, "l": {}, "w": {}, "b": {}, "h": {}},
+            "oneOf": [
+                {"required": ["r"], "title": "circle"},  # (annotations may differ)
+                {"required": ["l", "w"], "title": "rectangle"},
+                {"required": ["b", "h"]},
+            ],
+        },
+        [{"r": 1}, {"l": 1, "w": 2}, {"b": 1, "h": 2}, {"r": 1, "l": 1}, {"r": 1, "l": 1, "w": 2},
+         {"l": 1, "w": 2, "b": 1}, {"l": 1, "w": 2, "b": 1, "h": 2}, {"l": 1}, {}, {"r": "1"},
+         {"r": 1, "b": 1, "h": 2}, {"w": 1, "h": 2}, []],
+    ),
 ]  # fmt: skip
 
 
@@ -341,10 +355,12 @@ def test_one_of_one_json_type_at_a_time(schema, instances):
 
 def test_one_of_still_refused_where_a_type_is_shared_unresolved():
     """A type that one branch takes whole and another in part, branches
-    that differ by two required names, or by more than ``required``."""
+    that differ by more than ``required``, or in so many names that the
+    choices of absent ones multiply past 64."""
+    many = [{"required": [f"{g}{i}" for i in range(3)]} for g in "abcde"]
     for schema in (
         {"oneOf": [{"type": "object"}, {"properties": {"a": {"type": "integer"}}}]},
-        {"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b", "c"]}]},
+        {"type": "object", "oneOf": many},
         {
             "type": "object",
             "oneOf": [
