@@ -1089,7 +1089,8 @@ class Lowerer:
         of matching ``patternProperties`` (its value must satisfy all of
         them), and the names no pattern matches (``additionalProperties``);
         declared names are removed from every region. Each region's names are
-        printed back as a regex (``dfa_to_regex``).
+        printed back as a regex (``dfa_to_regex``). Up to ``_MAX_PATTERNS``
+        patterns, split at most ``_MAX_PATTERN_SPLITS`` times.
         """
         if not patterns:
             if additional is False:
@@ -1101,36 +1102,42 @@ class Lowerer:
             # the whole lowering is, not as a pattern's expansion is)
             other = strings.string_not_in_piece(names, max_size=self.options.max_regex_chars)
             return self._member(_quoted_rx(other), value)
-        if len(patterns) > 4:
-            raise _unsupported("patternProperties", where, "more than 4 patterns")
+        if len(patterns) > _MAX_PATTERNS:
+            raise _unsupported("patternProperties", where, f"more than {_MAX_PATTERNS} patterns")
         limit = self.options.max_states
         declared = ByteDFA.from_strings(json.dumps(n, ensure_ascii=False).encode() for n in names)
         keys = []
         for p in patterns:
             here = join_pointer(where, "patternProperties", p)
             keys.append(ByteDFA.from_regex(strings.pattern_regex(p, where=here), max_states=limit))
+        # the regions: each pattern in or out, depth first from every name
+        # but the declared ones; a region found empty is not split further,
+        # so patterns that exclude each other (literal names beside a
+        # catch-all) make a handful of regions, not 2 ** n
+        listed = list(patterns)
+        universe = ByteDFA.from_regex(strings.string_regex(), max_states=limit)
+        todo = [(0, universe.difference(declared, max_states=limit), ())]
         regions: list[tuple[ByteDFA, list[Any], str]] = []
-        for combo in range(1, 1 << len(keys)):
-            region = None
-            for i, key in enumerate(keys):
-                if combo >> i & 1:
-                    region = key if region is None else region.intersect(key, max_states=limit)
-            for i, key in enumerate(keys):
-                if not combo >> i & 1:
-                    region = region.difference(key, max_states=limit)
-            chosen = [patterns[p] for i, p in enumerate(patterns) if combo >> i & 1]
-            here = join_pointer(where, "patternProperties", list(patterns)[combo.bit_length() - 1])
-            regions.append((region, chosen, here))
-        if additional is not False:
-            rest = ByteDFA.from_regex(strings.string_regex(), max_states=limit)
-            for key in keys:
-                rest = rest.difference(key, max_states=limit)
-            regions.append((rest, [additional], join_pointer(where, "additionalProperties")))
-        options = []
-        for region, chosen, here in regions:
-            region = region.difference(declared, max_states=limit)
+        splits = 0
+        while todo:
+            i, region, chosen = todo.pop()
             if region.is_empty():
                 continue
+            if i < len(keys):
+                splits += 1
+                if splits > _MAX_PATTERN_SPLITS:
+                    raise _unsupported(
+                        "patternProperties", where, "its patterns overlap in too many ways"
+                    )
+                todo.append((i + 1, region.difference(keys[i], max_states=limit), chosen))
+                todo.append((i + 1, region.intersect(keys[i], max_states=limit), (*chosen, i)))
+            elif chosen:
+                here = join_pointer(where, "patternProperties", listed[chosen[-1]])
+                regions.append((region, [patterns[listed[c]] for c in chosen], here))
+            elif additional is not False:
+                regions.append((region, [additional], join_pointer(where, "additionalProperties")))
+        options = []
+        for region, chosen, here in regions:
             value = self.lower(chosen[0] if len(chosen) == 1 else {"allOf": chosen}, here)
             if value != NOTHING:
                 options.append(self._member(Rx(dfa_to_regex(region)), value))
@@ -1400,6 +1407,10 @@ def _exclusive_required(branches: list[dict]) -> list[dict] | None:
     return out
 
 
+#: ``patternProperties``: the most patterns, and the most times the names are
+#: split by one (in or out) before the regions are known.
+_MAX_PATTERNS = 32
+_MAX_PATTERN_SPLITS = 512
 #: The most combinations of absent members ``_exclusive_required`` builds per branch.
 _MAX_ABSENT_CHOICES = 64
 

@@ -254,6 +254,30 @@ def test_conditionals_on_different_members_or_overlapping_lists_are_refused():
         lower_json_schema_ir(JsonSchema({"if": {"minItems": 1}, "then": {"maxItems": 3}}))
 
 
+def test_many_pattern_properties_split_only_where_they_meet():
+    """Eight patterns (literal names, each with its own value type, beside
+    a catch-all): the names are split one pattern at a time and a region
+    found empty is not split further, so the regions are a handful, not
+    2 ** 8 (refused past 4 patterns before); past 32 patterns refused by name."""
+    literal = {f"^k{i}$": {"type": ["integer", "string", "boolean"][i % 3]} for i in range(7)}
+    schema = {
+        "type": "object",
+        "properties": {"k0": {"const": 0}},
+        "patternProperties": {**literal, "^k": {"not": {"type": "boolean"}}},
+        "additionalProperties": {"type": "null"},
+    }
+    instances = [
+        {}, {"k0": 0}, {"k0": 1}, {"k1": "s"}, {"k1": 1}, {"k2": True}, {"k2": "s"},
+        {"k3": 4}, {"k9": 1}, {"k9": True}, {"kx": None}, {"z": None}, {"z": 1},
+        {"k1": "s", "k3": 3, "z": None}, {"k5": False}, {"k4": "x"},
+    ]  # fmt: skip
+    verdicts = judged_by_the_validator(schema, instances)
+    assert any(verdicts) and not all(verdicts)
+    many = {"type": "object", "patternProperties": {f"^p{i}$": {} for i in range(33)}}
+    with pytest.raises(UnsupportedConstraint, match="more than 32 patterns"):
+        lower_json_schema_ir(JsonSchema(many))
+
+
 def test_one_of_exact_or_as_any_of():
     disjoint = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
     _, ok = language(disjoint)
