@@ -1006,9 +1006,10 @@ class Lowerer:
             additional = s["unevaluatedProperties"]
         patterns: dict[str, Any] = dict(s.get("patternProperties", {}))
         names = list(props) + [r for r in required if r not in props]
+        allowed: ByteDFA | None = None  # the other names propertyNames lets appear
         if "propertyNames" in s and s["propertyNames"] is not True:
             if not (additional is False and not patterns):
-                raise _unsupported("propertyNames", where, "with open additional members")
+                allowed = self._name_language(s["propertyNames"], where)
             check = self._validator_for(s["propertyNames"])
             names = [n for n in names if check.is_valid(n)]
             if any(r not in names for r in required):
@@ -1038,7 +1039,7 @@ class Lowerer:
                 continue
             member = cat(_quoted_name(name, quoted), ws, Rx(":"), ws, value, ws)
             entries.append((member, name in required))
-        extras = self._extra_members(names, patterns, additional, where)
+        extras = self._extra_members(names, patterns, additional, where, allowed)
         lo, hi = _count(s, "minProperties", 0), _count(s, "maxProperties")
         if hi is not None and hi < lo:
             return NOTHING
@@ -1080,8 +1081,27 @@ class Lowerer:
             return cat(either(cat(sep, member), EMPTY), after)
         return either(cat(sep, member, after), skipped)
 
+    def _name_language(self, schema: Any, where: str) -> ByteDFA | None:
+        """The quoted names ``propertyNames: schema`` lets appear, as an
+        automaton (``None``: every name); refused when names under it are
+        not a regular language (the schema lowered as a string schema)."""
+        here = join_pointer(where, "propertyNames")
+        lowered = self.lower(self._merge(schema, {"type": "string"}, here), here)
+        if not isinstance(lowered, Rx):
+            raise _unsupported("propertyNames", where, "names that are not a regular language")
+        limit = self.options.max_states
+        dfa = ByteDFA.from_regex(lowered.text, max_states=limit)
+        if dfa.same_language(ByteDFA.from_regex(strings.string_regex(), max_states=limit)):
+            return None
+        return dfa
+
     def _extra_members(
-        self, names: list[str], patterns: dict[str, Any], additional: Any, where: str
+        self,
+        names: list[str],
+        patterns: dict[str, Any],
+        additional: Any,
+        where: str,
+        allowed: ByteDFA | None = None,
     ) -> Expr | None:
         """One additional member (``None`` if none may appear).
 
@@ -1090,9 +1110,10 @@ class Lowerer:
         them), and the names no pattern matches (``additionalProperties``);
         declared names are removed from every region. Each region's names are
         printed back as a regex (``dfa_to_regex``). Up to ``_MAX_PATTERNS``
-        patterns, split at most ``_MAX_PATTERN_SPLITS`` times.
+        patterns, split at most ``_MAX_PATTERN_SPLITS`` times. ``allowed``
+        (from ``propertyNames``) bounds every region.
         """
-        if not patterns:
+        if not patterns and allowed is None:
             if additional is False:
                 return None
             value = self.lower(additional, join_pointer(where, "additionalProperties"))
@@ -1115,7 +1136,7 @@ class Lowerer:
         # so patterns that exclude each other (literal names beside a
         # catch-all) make a handful of regions, not 2 ** n
         listed = list(patterns)
-        universe = ByteDFA.from_regex(strings.string_regex(), max_states=limit)
+        universe = allowed or ByteDFA.from_regex(strings.string_regex(), max_states=limit)
         todo = [(0, universe.difference(declared, max_states=limit), ())]
         regions: list[tuple[ByteDFA, list[Any], str]] = []
         splits = 0

@@ -278,6 +278,34 @@ def test_many_pattern_properties_split_only_where_they_meet():
         lower_json_schema_ir(JsonSchema(many))
 
 
+@pytest.mark.parametrize(
+    "names",
+    [
+        {"pattern": "^v", "maxLength": 4},
+        {"type": "string"},  # every name: nothing to bound
+        {"enum": ["a", "vx", "vy", "zz"]},
+    ],
+)
+def test_property_names_bound_the_other_members(names):
+    """``propertyNames`` beside open members (refused before): a declared
+    name it refuses cannot appear; the other names are those of its string
+    language, on automata, beside ``patternProperties`` and
+    ``additionalProperties``. Judged by the validator."""
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "vx": {"type": "boolean"}},
+        "patternProperties": {"^vy": {"type": "string"}},
+        "additionalProperties": {"type": "integer"},
+        "propertyNames": names,
+    }
+    instances = [
+        {}, {"a": "s"}, {"vx": True}, {"vx": 1}, {"vy": "s"}, {"vy": 1}, {"vz": 1},
+        {"vz": "s"}, {"vvvvv": 1}, {"zz": 1}, {"b": 1}, {"a": "s", "vz": 2}, {"vyy": "t"},
+    ]  # fmt: skip
+    verdicts = judged_by_the_validator(schema, instances)
+    assert any(verdicts) and not all(verdicts)
+
+
 def test_one_of_exact_or_as_any_of():
     disjoint = {"oneOf": [{"type": "string"}, {"type": "integer"}]}
     _, ok = language(disjoint)
