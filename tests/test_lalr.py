@@ -239,6 +239,15 @@ def test_what_has_no_tables_is_refused_with_the_reason(rules, reason):
         lalr_tables(rules, {"A", "B"}, "start")
 
 
+def test_any_name_is_a_symbol_even_the_added_root_s():
+    """The added root rule is reached by no name: a non-terminal called
+    ``$root`` is one like any other."""
+    rules = [("$root", ("A", "$root")), ("$root", ("B",))]
+    table = LRTable(rules, {"A", "B"}, "$root")
+    assert accepts(table, ("A", "A", "B")) and not accepts(table, ("A",))
+    assert_same_tables(rules, {"A", "B"}, "$root")
+
+
 def test_deep_grammars_need_no_recursion():
     """The lookahead relations are walked without Python recursion: a chain
     of 3,000 non-terminals (past the interpreter's recursion limit) builds.

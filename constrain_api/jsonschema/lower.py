@@ -163,6 +163,7 @@ class Lowerer:
         # siblings, which no pointer names); those that did
         self._lowering: dict[str, str] = {}
         self._recurring: set[str] = set()
+        self._started = 0  # schemas lowered so far (numbers those rules)
         self._validation: tuple | None = None  # (validator class, registry, format checker)
         self.rules_inlined: dict[str, Expr] = {}
         self._depth = 0
@@ -203,7 +204,8 @@ class Lowerer:
                 "schema", where, "nested more than 150 deep (a reference cycle through siblings?)"
             )
         self._depth += 1
-        name = self._lowering[key] = f"r{len(self._memo)}_{len(self._lowering)}"
+        self._started += 1
+        name = self._lowering[key] = f"r{self._started}"
         try:
             expr = self._lower(dict(schema), where)
         except RecursionError:
