@@ -252,8 +252,9 @@ TRAINING_CASES: tuple[Case, ...] = (
 
 #: JSON-schema cases for the lowering's constructs that go past other
 #: engines (``oneOf`` one JSON type at a time, "exactly one of these
-#: members", dependencies). Not in :func:`training_text`: the small
-#: vocabularies, and every seeded test on them, stay as they were.
+#: members" or groups of members, dependencies, conditionals on one
+#: member). Not in :func:`training_text`: the small vocabularies, and
+#: every seeded test on them, stay as they were.
 SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
     Case(  # oneOf of required members (the lowering: this one's, each other's absent)
         "exactly-one-member-schema",
@@ -302,6 +303,41 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
         ),
         ("{}", '{"billing":"Paris"}', '{"card":"4111","billing":"Paris"}'),
         ('{"card":"4111"}', '{"card":4111,"billing":"Paris"}'),
+    ),
+    Case(  # if/then/else on one member's values (the lowering: cases of that member)
+        "discriminated-conditionals-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "type": "object",
+                "properties": {"kind": {"enum": ["a", "b", "c"]}, "n": {"type": "integer"}},
+                "required": ["kind"],
+                "allOf": [
+                    {"if": {"properties": {"kind": {"const": "a"}}}, "then": {"required": ["n"]}},
+                    {
+                        "if": {"properties": {"kind": {"const": "b"}}},
+                        "then": {"properties": {"n": False}},
+                    },
+                ],
+                "additionalProperties": False,
+            }
+        ),
+        ('{"kind":"a","n":1}', '{"kind":"b"}', '{"kind":"c","n":2}', '{"kind":"c"}'),
+        ('{"kind":"a"}', '{"kind":"b","n":1}', '{"n":1}'),
+    ),
+    Case(  # oneOf of groups of members (the lowering: one of each other group absent)
+        "exactly-one-group-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "type": "object",
+                "properties": {"r": {"type": "number"}, "w": {"type": "number"}, "h": {}},
+                "oneOf": [{"required": ["r"]}, {"required": ["w", "h"]}],
+                "additionalProperties": False,
+            }
+        ),
+        ('{"r":1}', '{"w":2,"h":3}', '{"r":1,"w":2}'),
+        ('{"r":1,"w":2,"h":3}', '{"w":2}', "{}"),
     ),
 )
 
