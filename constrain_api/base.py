@@ -153,16 +153,23 @@ class StateChecker(ABC, Generic[S]):
 
     def update(self, token_ids: Sequence[int]) -> None:
         """Accept ``token_ids`` atomically; ``TokenRejected`` leaves the state unchanged."""
+        self._stack.extend(self._states_after(token_ids)[1])
+
+    def _states_after(self, token_ids: Sequence[int]) -> tuple[list[int], list[Any]]:
+        """``(ids, states)``: the ids and the state after each, from the
+        current state, changing nothing; ``TokenRejected`` at the first id
+        not allowed, ``TypeError`` for a lone id (what :meth:`update` checks)."""
         if isinstance(token_ids, int | np.integer):
             raise TypeError("update takes a sequence of token ids; wrap one id in a list")
+        ids = [operator.index(t) for t in token_ids]
         states = []
         state = self._stack[-1]
-        for index, token_id in enumerate(map(operator.index, token_ids)):
+        for index, token_id in enumerate(ids):
             state = self._step(state, token_id)
             if state is None:
                 raise TokenRejected(token_id, index, rejection_reason(self.vocab, token_id))
             states.append(state)
-        self._stack.extend(states)
+        return ids, states
 
     def fill_mask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed next tokens into ``bitmask[row]``."""

@@ -354,7 +354,7 @@ class SpecialBits:
         special = np.array(sorted(vocab.special_ids), dtype=np.int64)
         eos = np.array(sorted(vocab.eos_ids), dtype=np.int64)
         self._special_words, self._special_keep = self._group(special, invert=True)
-        self._eos_words, self._eos_set = self._group(eos, invert=False)
+        eos_words, eos_set = self._group(eos, invert=False)
         # specials packed in a few neighbouring words (Llama-3: 256 ids, 8
         # words) are cleared through one slice: a fancy index costs a gather
         # and a scatter, several times the AND itself
@@ -365,9 +365,7 @@ class SpecialBits:
                 keep = np.full(hi - lo, -1, dtype=np.int32)
                 keep[self._special_words - lo] = self._special_keep
                 self._special_span = (lo, hi, keep)
-        self._eos_pairs = [
-            (int(w), np.int32(v)) for w, v in zip(self._eos_words, self._eos_set, strict=True)
-        ]
+        self._eos_pairs = [(int(w), np.int32(v)) for w, v in zip(eos_words, eos_set, strict=True)]
         last_bits = self.vocab_size & 31
         # Padding bits of the last word: never set.
         self._pad_word = bitmask_words(self.vocab_size) - 1 if last_bits else -1

@@ -22,7 +22,6 @@ paths are longer, so its masks are a subset of the oracle's).
 
 from __future__ import annotations
 
-import operator
 import threading
 import time
 from collections import OrderedDict
@@ -39,9 +38,7 @@ from constrain_api import (
     LRTable,
     Stack,
     StateChecker,
-    TokenRejected,
     lalr_table,
-    rejection_reason,
     row_view,
 )
 
@@ -388,20 +385,12 @@ class DominoChecker(StateChecker[State]):
 
     def update(self, token_ids) -> None:
         """Accept ``token_ids`` (atomically) and count them for :meth:`propose`."""
-        if isinstance(token_ids, int | np.integer):
-            super().update(token_ids)  # raises TypeError
-        ids = [operator.index(t) for t in token_ids]
-        before = [self.state]
-        for index, token_id in enumerate(ids):
-            state = self._step(before[-1], token_id)
-            if state is None:
-                raise TokenRejected(token_id, index, rejection_reason(self.vocab, token_id))
-            before.append(state)
-        eos, learn = self.vocab.eos_ids, self.compiled.learn
-        for token_id, state in zip(ids, before, strict=False):
+        ids, states = self._states_after(token_ids)  # (raises, changing nothing)
+        eos, learn = self._eos_ids, self.compiled.learn
+        for token_id, before in zip(ids, [self.state, *states], strict=False):
             if token_id not in eos:
-                learn(state, token_id)
-        self._stack.extend(before[1:])
+                learn(before, token_id)
+        self._stack.extend(states)
 
     def propose(self, max_tokens: int) -> list[int]:
         """Up to ``max_tokens`` tokens the speculative model expects next, each
