@@ -954,6 +954,34 @@ def test_lazy_dfa_has_the_language_of_the_minimal_one(pattern: str) -> None:
     assert without.to_dfa().same_language(eager.difference(ByteDFA.literal(b"")))
 
 
+@SETTINGS
+@given(_regexes(), st.lists(st.binary(max_size=6), max_size=8))
+def test_lazy_dfa_runs_and_matches_as_the_minimal_one(pattern: str, texts: list[bytes]) -> None:
+    """``run``/``matches``/``is_viable`` on a lazy automaton give the
+    minimal DFA's verdicts (on its strings and on arbitrary bytes)."""
+    node = parse_regex(pattern)
+    eager, lazy = ByteDFA.from_node(node), LazyDFA(node)
+    for text in texts + _some_strings(eager):
+        assert lazy.matches(text) == eager.matches(text), text
+        assert lazy.is_viable(text) == eager.is_viable(text), text
+        assert (lazy.run(text) < 0) == (eager.run(text) < 0), text
+
+
+def _some_strings(dfa: ByteDFA, limit: int = 8) -> list[bytes]:
+    """Up to ``limit`` accepted strings, shortest first (breadth first)."""
+    found, frontier, seen = [], [(dfa.start, b"")], {dfa.start}
+    while frontier and len(found) < limit and dfa.start >= 0:
+        state, text = frontier.pop(0)
+        if dfa.accept[state]:
+            found.append(text)
+        for byte in range(256):
+            nxt = dfa.rows[state][byte]
+            if nxt >= 0 and nxt not in seen:
+                seen.add(nxt)
+                frontier.append((nxt, text + bytes([byte])))
+    return found
+
+
 def test_lazy_dfa_states_are_found_on_demand_and_dead_branches_are_dead() -> None:
     # "ab" then a class with no character: no string continues it
     node = Alt((Seq((Literal("ab"), CharSet(()))), Literal("ac"), Literal("x" * 50)))

@@ -69,7 +69,38 @@ def _dfa_bytes(dfa: ByteDFA) -> int:
     return dfa.table.nbytes + dfa._classes[0].nbytes + dfa.num_states * 256 * 8
 
 
-class ByteDFA:
+class Walking:
+    """Scalar stepping shared by the byte automata (``ByteDFA``, ``LazyDFA``):
+    they have ``start`` (``-1``: the empty language), ``rows[state][byte]``
+    (``-1``: dead) and ``accept[state]``, and every state they have is live."""
+
+    __slots__ = ()
+
+    def step(self, state: int, byte: int) -> int:
+        """The successor of ``state`` on ``byte``; ``-1`` if dead (or ``state`` is ``-1``)."""
+        return self.rows[state][byte] if state >= 0 else -1
+
+    def run(self, data: bytes, state: int | None = None) -> int:
+        """The state after ``data`` from ``state`` (default: the start); ``-1`` if dead."""
+        s = self.start if state is None else state
+        rows = self.rows
+        for b in data:
+            if s < 0:
+                return -1
+            s = rows[s][b]
+        return s
+
+    def matches(self, data: bytes) -> bool:
+        """Whether ``data`` is in the language (a full match)."""
+        s = self.run(data)
+        return s >= 0 and self.accept[s]
+
+    def is_viable(self, data: bytes) -> bool:
+        """Whether ``data`` is a prefix of some string of the language."""
+        return self.run(data) >= 0
+
+
+class ByteDFA(Walking):
     """Deterministic automaton over bytes; trimmed: every state is reachable and live
     (can reach an accepting state); the empty language has ``num_states == 0`` and
     ``start == -1``.
@@ -189,29 +220,6 @@ class ByteDFA:
         if self._accept is None:
             self._accept = self.accepting.tolist()
         return self._accept
-
-    def step(self, state: int, byte: int) -> int:
-        """The successor of ``state`` on ``byte``; ``-1`` if dead (or ``state`` is ``-1``)."""
-        return self.rows[state][byte] if state >= 0 else -1
-
-    def run(self, data: bytes, state: int | None = None) -> int:
-        """The state after ``data`` from ``state`` (default: the start); ``-1`` if dead."""
-        s = self.start if state is None else state
-        rows = self.rows
-        for b in data:
-            if s < 0:
-                return -1
-            s = rows[s][b]
-        return s
-
-    def matches(self, data: bytes) -> bool:
-        """Whether ``data`` is in the language (a full match)."""
-        s = self.run(data)
-        return s >= 0 and self.accept[s]
-
-    def is_viable(self, data: bytes) -> bool:
-        """Whether ``data`` is a prefix of some string of the language."""
-        return self.run(data) >= 0
 
     def is_empty(self) -> bool:
         """Whether the language is empty."""

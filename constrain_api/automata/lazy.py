@@ -43,6 +43,7 @@ from .dfa import (
     _REGEX_AUTOMATA,
     DEFAULT_MAX_STATES,
     ByteDFA,
+    Walking,
     _segments,
     _states_exceeded,
     nfa_limit,
@@ -264,13 +265,14 @@ class _Rows(dict):
         return dfa._expand(state)
 
 
-class LazyDFA:
+class LazyDFA(Walking):
     """The DFA of a regex AST, its states found as they are asked for.
 
     ``start`` (``-1`` for the empty language), ``rows[q][byte]`` (computed
     on first read), ``accept[q]`` (known for every state found so far: a
     state is found as the successor in some row before anyone can ask
-    whether it accepts), ``num_states`` (found so far). ``without_empty``
+    whether it accepts), ``num_states`` (found so far); ``run``,
+    ``matches``, ``is_viable`` as on a ``ByteDFA``. ``without_empty``
     drops the empty string from the language (the start state is then a
     state of its own, never accepting); ``nullable`` says whether the
     regex's own language has it. ``CompileLimitExceeded`` when more

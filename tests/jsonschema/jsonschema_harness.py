@@ -1,7 +1,9 @@
 """End-to-end checks of the JSON Schema lowering: instance → its text (``instance_text``) →
 membership in the lowered language (``lower_json_schema_ir``: the form every
-backend compiles), decided by the naive backend's exact recognizers
-(``ByteDFA`` for regexes, its Earley recognizer for grammars)."""
+backend compiles), decided by exact recognizers that build only the states
+the instances visit: the core's ``LazyDFA`` for regexes, the naive backend's
+Earley recognizer over lazy terminal automata for grammars (the instances of
+a schema whose automaton is too big to build whole are still decided)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 from constrain_naive.earley import EarleyRecognizer
 
 from constrain_api import JsonSchema
-from constrain_api.automata import ByteDFA, Node
+from constrain_api.automata import LazyDFA, Node
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from constrain_api.grammar import GrammarIR
 from constrain_api.jsonschema import instance_text, lower_json_schema_ir
@@ -21,8 +23,8 @@ from constrain_api.jsonschema import instance_text, lower_json_schema_ir
 def recognizer(constraint: Node | GrammarIR):
     """``bytes -> bool`` for the lowered language (a regex AST or a grammar)."""
     if not isinstance(constraint, GrammarIR):
-        return ByteDFA.from_node(constraint).matches
-    return EarleyRecognizer(constraint).accepts
+        return LazyDFA(constraint).matches
+    return EarleyRecognizer(constraint, lazy=True).accepts
 
 
 @dataclass

@@ -19,7 +19,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable
 
-from constrain_api import ByteDFA, CompileLimitExceeded, ConstraintError, GrammarIR
+from constrain_api import ByteDFA, GrammarIR
 
 _IGNORE = -1  # rule index of an %ignore scan
 
@@ -43,25 +43,29 @@ class EarleyRecognizer:
     ``step(column, byte)`` returns the next column or ``None`` when no sentence
     has that prefix. ``max_columns`` bounds the memo (``CompileLimitExceeded``
     is never raised for it: the memo is cleared and rebuilt instead).
+    ``lazy``: the terminals' automata find their states as the chart reaches
+    them (``LazyDFA``) instead of being determinized and minimized whole
+    first: the same language, for a grammar whose terminals are too big to
+    build whole but only a few of whose states a text visits.
     """
 
-    def __init__(self, ir: GrammarIR, *, max_states: int = 100_000, max_columns: int = 2_000_000):
+    def __init__(
+        self,
+        ir: GrammarIR,
+        *,
+        max_states: int = 100_000,
+        max_columns: int = 2_000_000,
+        lazy: bool = False,
+    ):
         self.max_columns = max_columns
         self._columns_made = 0
         self._interned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         term_names = list(ir.terminals)
         term_index = {name: i for i, name in enumerate(term_names)}
-        dfas = []
-        for name in term_names:
-            try:
-                dfas.append(ir.terminals[name].dfa(max_states=max_states))
-            except ConstraintError as e:  # a terminal's regex, reported as a grammar error
-                raise ConstraintError("grammar", f"terminal {name}: {e.message}", e.where) from e
-            except CompileLimitExceeded as e:
-                raise CompileLimitExceeded(
-                    e.limit, e.bound, e.value, f"terminal {name} of the grammar"
-                ) from e
+        automata = ir.terminal_dfas(max_states=max_states, lazy=lazy)
+        dfas = [automata[name] for name in term_names]
         self.terminal_names = term_names
+        self._automata = dfas  # (a lazy automaton's rows refer to it weakly)
         self._rows = [d.rows for d in dfas]
         self._accept = [d.accept for d in dfas]
         self._dfa_start = [d.start for d in dfas]

@@ -229,3 +229,41 @@ def test_long_document_byte_by_byte_uses_the_memo(naive):
         checker.update([ids[bytes([c])]])
         assert checker.mask().count() >= 1
     assert checker.is_accepting()
+
+
+def _ir(grammar: str) -> ca.GrammarIR:
+    return ca.lower(ca.Grammar(grammar)).ir
+
+
+def test_lazy_terminals_decide_as_built_ones():
+    """``EarleyRecognizer(lazy=True)`` finds the terminals' states as the
+    chart reaches them: the same verdict, prefix and sentence, on every
+    string of up to 5 bytes over the grammar's alphabet."""
+    from itertools import product
+
+    from constrain_naive import EarleyRecognizer
+
+    grammar = 'start: s\ns: s "+" t | t\nt: /a[ab]*/ | "(" s ")" | /b{2,3}/'
+    built = EarleyRecognizer(_ir(grammar))
+    lazy = EarleyRecognizer(_ir(grammar), lazy=True)
+    seen = set()
+    for n in range(6):
+        for text in map(bytes, product(b"ab+()", repeat=n)):
+            verdict = (built.run(text) is not None, built.accepts(text))
+            assert (lazy.run(text) is not None, lazy.accepts(text)) == verdict, text
+            seen.add(verdict)
+    assert seen == {(True, True), (True, False), (False, False)}
+
+
+def test_lazy_terminals_decide_a_grammar_too_big_to_build_whole():
+    """A terminal whose minimal DFA has 2**17 states: built whole it passes
+    the bound; lazily, a text visits a few of them."""
+    from constrain_naive import EarleyRecognizer
+
+    ir = _ir('start: "<" T ">"\nT: /(a|b)*a(a|b){16}/')
+    with pytest.raises(ca.CompileLimitExceeded, match="terminal T"):
+        EarleyRecognizer(ir, max_states=1000)
+    lazy = EarleyRecognizer(ir, max_states=1000, lazy=True)
+    assert lazy.accepts(b"<" + b"ba" + b"b" * 16 + b">")
+    assert not lazy.accepts(b"<" + b"ab" + b"b" * 16 + b">")
+    assert lazy.run(b"<abab") is not None and lazy.run(b"<abc") is None
