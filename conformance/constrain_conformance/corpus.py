@@ -339,6 +339,27 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
         ('{"r":1}', '{"w":2,"h":3}', '{"r":1,"w":2}'),
         ('{"r":1,"w":2,"h":3}', '{"w":2}', "{}"),
     ),
+    Case(  # oneOf of branches with members of their own (the lowering: each
+        # branch and, per other branch, one way its values fail that one)
+        "exclusive-members-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "type": "object",
+                "oneOf": [
+                    {"properties": {"city": {"type": "string"}}, "required": ["city"]},
+                    {"properties": {"zip": {"enum": ["75001", "10115"]}}, "required": ["zip"]},
+                ],
+            }
+        ),
+        (
+            '{"city":"Paris"}',
+            '{"zip":"10115"}',
+            '{"city":"Paris","zip":"1"}',
+            '{"zip":"75001","city":7}',
+        ),
+        ('{"city":"Paris","zip":"75001"}', '{"zip":"1"}', "{}", '{"city":7}'),
+    ),
 )
 
 #: Every hand-written case: the small vocabularies' training cases, then the

@@ -2,7 +2,8 @@
 
 ``lower_json_schema`` fixes the order of object members (declared properties
 in schema order — through ``$ref``, ``allOf`` and the first matching
-``anyOf``/``oneOf`` branch — then ``required``-only names, then the rest), and
+``anyOf``/``oneOf`` branch — then ``required``-only names, then the names
+the other branches of such a ``oneOf`` name, then the rest), and
 emits compact JSON. ``instance_text(schema, instance)`` serialises a valid
 instance that way, so it can be fed, token by token, to a checker of the
 schema: the conformance suite uses it for MaskBench's instances, and users
@@ -27,7 +28,8 @@ def instance_text(schema: Any, instance: Any) -> str:
     """``instance`` as compact JSON with object members in the order the
     lowering fixes: declared properties (schema order, through ``$ref``,
     ``allOf`` and the first matching ``anyOf``/``oneOf`` branch), then
-    ``required``-only names, then the rest in instance order."""
+    ``required``-only names, then the names the ``oneOf``'s other branches
+    name (in branch order), then the rest in instance order."""
     index = index_schema(schema)
     ordered = _order(index, schema, "", instance, 0)
     return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
@@ -45,6 +47,26 @@ def _branches(index, schema, pointer, instance, depth) -> list[tuple[Any, str]]:
     for branch, where in choices:
         out += _branches(index, branch, where, instance, depth + 1)
     return out
+
+
+def _others_named(index, schema, pointer, instance, depth) -> list[str]:
+    """The names the branches of ``schema``'s ``oneOf`` other than the one
+    ``instance`` matches first declare or require, in branch order: a
+    ``oneOf`` of objects made exclusive by their members places them after
+    the matching branch's own (``_exclusive_objects``), and elsewhere they
+    are additional members, in any order."""
+    names: list[str] = []
+    branches = schema.get("oneOf", []) if isinstance(schema, dict) else []
+    chosen = next((i for i, b in enumerate(branches) if _valid(index, b, instance)), None)
+    for i, branch in enumerate(branches):
+        if i == chosen:
+            continue
+        own: list[tuple[Any, str]] = []
+        _collect(index, branch, f"{pointer}/oneOf/{i}", instance, depth + 1, own, [])
+        for s, _ in own:
+            named = [*s.get("properties", {}), *s.get("required", [])]
+            names += [n for n in named if n not in names]
+    return names
 
 
 def _collect(index, schema, pointer, instance, depth, own, choices) -> None:
@@ -92,6 +114,9 @@ def _order(index, schema, pointer, instance, depth) -> Any:
             names += [n for n in s.get("properties", {}) if n not in names]
             required += [n for n in s.get("required", []) if n not in required]
         names += [n for n in required if n not in names]
+        for s, p in levels:
+            others = _others_named(index, s, p, instance, depth)
+            names += [n for n in others if n not in names]
         keys = [n for n in names if n in instance] + [k for k in instance if k not in names]
         out = {}
         for k in keys:

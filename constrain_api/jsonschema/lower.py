@@ -548,6 +548,9 @@ class Lowerer:
                 overlapping = True
         if not overlapping:
             return either(*(e for _, e in live))
+        listed = self._exclusive_listed([s for s, _ in live])
+        if listed is not None:
+            return listed
         by_type = self._exclusive_by_type([s for s, _ in live], where)
         if by_type is not None:
             return by_type
@@ -577,6 +580,31 @@ class Lowerer:
             "documents as anyOf does",
         )
 
+    def _exclusive_listed(self, schemas: list[Any]) -> Expr | None:
+        """The ``oneOf`` of branches that each list their values (``enum``/
+        ``const``, also in ``allOf``): the values valid under exactly one
+        branch (each branch's list judged by the validator on that branch),
+        or ``None`` when some branch lists none or cannot be judged."""
+        lists = [_listed_values(s) for s in schemas]
+        if any(values is None for values in lists) or any(_has_marker(s) for s in schemas):
+            return None
+        try:
+            valid = [
+                [v for v in values if self._validator_for(s).is_valid(v)]
+                for s, values in zip(schemas, lists, strict=True)
+            ]
+        except Exception:  # (an unresolvable reference, an unusable keyword)
+            return None
+        once = []
+        for i, values in enumerate(valid):
+            for v in values:
+                elsewhere = any(
+                    _json_equal(v, w) for j in range(len(valid)) if j != i for w in valid[j]
+                )
+                if not elsewhere and not any(_json_equal(v, w) for w in once):
+                    once.append(v)
+        return either(*(self.literal(v) for v in once)) if once else NOTHING
+
     def _exclusive_by_type(self, schemas: list[Any], where: str) -> Expr | None:
         """The ``oneOf`` of ``schemas`` one JSON type at a time, or ``None``
         where some type's branches may overlap. A value of type T matches
@@ -601,9 +629,16 @@ class Lowerer:
             if tau != "object" or universal:
                 return None
             exclusive = _exclusive_required(only)
+            if exclusive is not None:
+                parts += [self.lower(s, where) for s in exclusive]
+                continue
+            exclusive = _exclusive_objects(only, bool(self.options.additional_properties))
             if exclusive is None:
                 return None
-            parts += [self.lower(s, where) for s in exclusive]
+            try:
+                parts += [self.lower(s, where) for s in exclusive]
+            except UnsupportedConstraint:  # (a negation it cannot express)
+                return None
         return either(*parts)
 
     def _conditional(self, s: dict, where: str) -> Any:
@@ -758,9 +793,12 @@ class Lowerer:
                 )
                 s["enum"] = [u for u in every if not any(_json_equal(u, v) for v in values)]
                 return s
-            strings_only = all(isinstance(v, str) for v in values) and _types_of(s) == {"string"}
+            # strings only: every other value is outside the list, and a
+            # string is outside it iff its canonical spelling is
+            strings_only = all(isinstance(v, str) for v in values)
             if strings_only and not set(s) - {"type", "not"} - _annotations(s):
-                s["__not_strings__"] = values
+                if "string" in _types_of(s):
+                    s["__not_strings__"] = values
                 return s
         raise _unsupported("not", here, "negation of this schema is not expressible")
 
@@ -1428,6 +1466,97 @@ def _exclusive_required(branches: list[dict]) -> list[dict] | None:
         branch = {**mine, "properties": properties}
         out.append({"allOf": [branch, *lacking]} if lacking else branch)
     return out
+
+
+def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[dict] | None:
+    """Object branches of plain member keywords (``properties``, ``required``,
+    a boolean ``additionalProperties``), each made to match where no other
+    does: branch i, and for every other branch j ``anyOf`` the ways a value
+    of branch i fails j — a name j requires is absent, a member j declares
+    is present with a value j's subschema rejects (``not``), or (j closed,
+    i closed) a member only i declares is present. The ways are the exact
+    negation of j, so the branches are exact; they overlap each other in
+    no value (each holds its own and fails the others). A branch every one
+    of whose values matches another is dropped. ``None`` when a branch has
+    other keywords, when j is closed and i open (the names j excludes are
+    any), or past ``_MAX_ABSENT_CHOICES`` combinations per branch; the
+    caller lowers the branches and refuses where a negation is not
+    expressible. ``default_open``: ``additionalProperties`` where a branch
+    has none (``JsonSchema(additional_properties=...)``)."""
+    plain = {"type", "properties", "required", "additionalProperties"}
+    shapes = []
+    for b in branches:
+        rest = set(b) - plain - _annotations(b)
+        additional = b.get("additionalProperties", default_open)
+        if isinstance(additional, dict) and not _validating(additional):
+            additional = True
+        properties = b.get("properties", {})
+        if rest or additional not in (True, False) or not isinstance(properties, dict):
+            return None
+        shapes.append((properties, list(dict.fromkeys(b.get("required", []))), additional))
+    # one order for the members any branch names, so every branch spells a
+    # member another branch names at the same place (``instance_text``'s)
+    order = [n for b in branches for n in [*b.get("properties", {}), *b.get("required", [])]]
+    out = []
+    for i, (mine, have, open_i) in enumerate(shapes):
+        choices = []
+        for j, (theirs, needs, open_j) in enumerate(shapes):
+            if j == i:
+                continue
+            ways = _ways_to_fail(mine, have, open_i, theirs, needs, open_j)
+            if ways is None:
+                return None
+            choices.append(ways)
+        if any(not ways for ways in choices):
+            continue  # every value of branch i matches that other branch too
+        if math.prod(len(ways) for ways in choices) > _MAX_ABSENT_CHOICES:
+            return None
+        if any(ways == [True] for ways in choices):
+            choices = [ways for ways in choices if ways != [True]]
+        failing = [{"anyOf": ways} for ways in choices]
+        branch = branches[i]
+        if open_i:  # (declaring an allowed name True changes no value)
+            named = {**mine, **{n: True for n in [*have, *order] if n not in mine}}
+            branch = {**branch, "properties": named}
+        out.append({"allOf": [branch, *failing]} if failing else branch)
+    return out
+
+
+def _ways_to_fail(
+    mine: dict, have: list, open_i: bool, theirs: dict, needs: list, open_j: bool
+) -> list | None:
+    """The schemas whose union is "a value of branch i (``mine`` declared,
+    ``have`` required, ``open_i``: other names allowed) fails branch j";
+    ``[True]`` when every such value fails j, ``[]`` when none does, ``None``
+    when not expressible here (see ``_exclusive_objects``)."""
+    ways: list = []
+
+    def present(name: str) -> bool:  # whether branch i's values may have the member
+        return mine[name] is not False if name in mine else open_i
+
+    for name in needs:
+        if name in have:
+            continue
+        if not present(name):
+            return [True]
+        ways.append({"properties": {name: False}})
+    for name, sub in theirs.items():
+        if not present(name) or sub is True or (isinstance(sub, dict) and not _validating(sub)):
+            continue
+        if sub is False:
+            if name in have:
+                return [True]
+            ways.append({"required": [name]})
+        else:
+            ways.append({"required": [name], "properties": {name: {"not": sub}}})
+    if not open_j:
+        if open_i:
+            return None
+        outside = [n for n in mine if n not in theirs and mine[n] is not False]
+        if any(n in have for n in outside):
+            return [True]
+        ways += [{"required": [n]} for n in outside]
+    return ways
 
 
 #: ``patternProperties``: the most patterns, and the most times the names are

@@ -390,6 +390,51 @@ ONE_OF_BY_TYPE_CASES = [
          {"l": 1, "w": 2, "b": 1}, {"l": 1, "w": 2, "b": 1, "h": 2}, {"l": 1}, {}, {"r": "1"},
          {"r": 1, "b": 1, "h": 2}, {"w": 1, "h": 2}, []],
     ),
+    (
+        {  # branches with members of their own: another branch's member may be
+            # present with a value that branch rejects
+            "type": "object",
+            "oneOf": [
+                {"properties": {"city": {"type": "string"}}, "required": ["city"]},
+                {"properties": {"region": {"type": "string"}}, "required": ["region"]},
+                {"properties": {"hotel": {"enum": ["a", "b"]}}, "required": ["hotel"]},
+            ],
+        },
+        [{"city": "x"}, {"region": "y"}, {"hotel": "a"}, {"city": "x", "region": "y"},
+         {"city": "x", "region": 5}, {"region": 5, "city": "x", "hotel": "c"},
+         {"hotel": "a", "city": 1, "z": 0}, {"hotel": "c"}, {"city": 1}, {}, "x"],
+    ),
+    (
+        {  # closed branches: the empty object matches both, so neither
+            "oneOf": [
+                {"properties": {"value": {"type": "string"}, "unit": {"type": "string"}},
+                 "additionalProperties": False},
+                {"properties": {"text": {"type": "string"}}, "additionalProperties": False},
+            ],
+        },
+        [{}, {"value": "1"}, {"unit": "$"}, {"text": "x"}, {"value": "1", "text": "x"},
+         {"value": 1}, {"other": 1}, 3],
+    ),
+    (
+        {  # a required member of one branch, another member with a type in the other
+            "type": "object",
+            "oneOf": [
+                {"required": ["a"], "properties": {"a": {"type": "string"}}},
+                {"required": ["b"]},
+            ],
+        },
+        [{"a": "x"}, {"b": 1}, {"a": "x", "b": 1}, {"a": 1, "b": 1}, {"a": 1}, {}],
+    ),
+    (
+        {  # listed values: those valid under exactly one branch
+            "oneOf": [
+                {"enum": ["red", "orange", 6, 9.0, None]},
+                {"enum": ["blue", "orange", 6, 3]},
+                {"const": 3, "type": "string"},
+            ],
+        },
+        ["red", "orange", "blue", 6, 9, 9.0, 3, None, "x", True],
+    ),
 ]  # fmt: skip
 
 
@@ -399,16 +444,19 @@ def test_one_of_one_json_type_at_a_time(schema, instances):
     type: branches that take every value of a type (two of them: none of
     that type is valid), branches told apart by a required member's listed
     values (also through ``allOf`` merges), branches that differ only in
-    ``required`` (exactly one of some members). Judged by the ``jsonschema``
-    validator on values inside, outside and next to each branch."""
+    ``required`` (exactly one of some members), object branches with members
+    of their own, branches that list their values. Judged by the
+    ``jsonschema`` validator on values inside, outside and next to each
+    branch."""
     verdicts = judged_by_the_validator(schema, instances)
     assert any(verdicts) and not all(verdicts)
 
 
 def test_one_of_still_refused_where_a_type_is_shared_unresolved():
     """A type that one branch takes whole and another in part, branches
-    that differ by more than ``required``, or in so many names that the
-    choices of absent ones multiply past 64."""
+    in so many names that the choices of absent ones multiply past 64, a
+    closed branch beside an open one (the names it excludes are any), a
+    member value whose negation is not expressible (``not`` of a bound)."""
     many = [{"required": [f"{g}{i}" for i in range(3)]} for g in "abcde"]
     for schema in (
         {"oneOf": [{"type": "object"}, {"properties": {"a": {"type": "integer"}}}]},
@@ -416,7 +464,14 @@ def test_one_of_still_refused_where_a_type_is_shared_unresolved():
         {
             "type": "object",
             "oneOf": [
-                {"required": ["a"], "properties": {"a": {"type": "string"}}},
+                {"properties": {"a": {"type": "string"}}, "additionalProperties": False},
+                {"required": ["b"]},
+            ],
+        },
+        {
+            "type": "object",
+            "oneOf": [
+                {"required": ["a"], "properties": {"a": {"type": "integer", "minimum": 3}}},
                 {"required": ["b"]},
             ],
         },
@@ -607,6 +662,9 @@ NOT_STRING_CASES = [
         {"type": "object", "properties": {"x": {"not": {"pattern": "ghlint|plugin"}}}},
         [{"x": "abc"}, {"x": "myplugin"}, {}, {"x": 3}],
     ),
+    # a list of strings: every other value is outside it, typed or not
+    ({"not": {"enum": ["a", "b"]}}, ["a", "b", "c", "", 1, None, True, [], ["a"], {"a": 1}]),
+    ({"type": ["string", "integer"], "not": {"const": "x"}}, ["x", "y", 3, None]),
 ]
 
 
@@ -614,7 +672,8 @@ NOT_STRING_CASES = [
 def test_not_of_string_keywords_is_the_strings_that_fail_them(schema, instances):
     """``not`` of a schema of ``pattern``/``minLength``/``maxLength`` alone (or
     with ``type: string``): its strings fail them, and without a type no
-    other value passes (every non-string satisfies those keywords). Both
+    other value passes (every non-string satisfies those keywords); ``not``
+    of a list of strings: the other strings and every other value. Both
     directions judged by the ``jsonschema`` validator."""
     import json
 
