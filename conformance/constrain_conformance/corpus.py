@@ -339,6 +339,37 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
         ('{"r":1}', '{"w":2,"h":3}', '{"r":1,"w":2}'),
         ('{"r":1,"w":2,"h":3}', '{"w":2}', "{}"),
     ),
+    Case(  # contains with a most (the lowering: hits between runs of misses)
+        "contains-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "type": "array",
+                "items": {"type": "integer"},
+                "contains": {"minimum": 10},
+                "minContains": 1,
+                "maxContains": 2,
+            }
+        ),
+        ("[10]", "[1,12,3]", "[10,2,11]", "[0,10,-4,99]"),
+        ("[]", "[1,2]", "[10,11,12]", '[10,"a"]'),
+    ),
+    Case(  # not of an object schema (the lowering: the ways a value fails it)
+        "not-object-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "type": ["object", "string"],
+                "not": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}, "tag": {"enum": ["a", "b"]}},
+                    "required": ["id"],
+                },
+            }
+        ),
+        ('"x"', "{}", '{"id":7}', '{"id":"1","tag":"c"}', '{"tag":"a"}'),
+        ('{"id":"7"}', '{"id":"1","tag":"a"}', "3", "null"),
+    ),
     Case(  # oneOf of branches with members of their own (the lowering: each
         # branch and, per other branch, one way its values fail that one)
         "exclusive-members-schema",

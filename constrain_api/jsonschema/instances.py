@@ -3,7 +3,7 @@
 ``lower_json_schema`` fixes the order of object members (declared properties
 in schema order — through ``$ref``, ``allOf`` and the first matching
 ``anyOf``/``oneOf`` branch — then ``required``-only names, then the names
-the other branches of such a ``oneOf`` name, then the rest), and
+a ``not`` and the other branches of such a ``oneOf`` name, then the rest), and
 emits compact JSON. ``instance_text(schema, instance)`` serialises a valid
 instance that way, so it can be fed, token by token, to a checker of the
 schema: the conformance suite uses it for MaskBench's instances, and users
@@ -28,8 +28,8 @@ def instance_text(schema: Any, instance: Any) -> str:
     """``instance`` as compact JSON with object members in the order the
     lowering fixes: declared properties (schema order, through ``$ref``,
     ``allOf`` and the first matching ``anyOf``/``oneOf`` branch), then
-    ``required``-only names, then the names the ``oneOf``'s other branches
-    name (in branch order), then the rest in instance order."""
+    ``required``-only names, then the names a ``not`` and the ``oneOf``'s
+    other branches name (in branch order), then the rest in instance order."""
     index = index_schema(schema)
     ordered = _order(index, schema, "", instance, 0)
     return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
@@ -50,12 +50,15 @@ def _branches(index, schema, pointer, instance, depth) -> list[tuple[Any, str]]:
 
 
 def _others_named(index, schema, pointer, instance, depth) -> list[str]:
-    """The names the branches of ``schema``'s ``oneOf`` other than the one
-    ``instance`` matches first declare or require, in branch order: a
-    ``oneOf`` of objects made exclusive by their members places them after
-    the matching branch's own (``_exclusive_objects``), and elsewhere they
-    are additional members, in any order."""
+    """The names ``schema``'s ``not`` declares or requires, and those the
+    branches of its ``oneOf`` other than the one ``instance`` matches first
+    do, in branch order: the lowering of a ``not`` and of a ``oneOf`` of
+    objects made exclusive by their members places them after the schema's
+    own, and elsewhere they are additional members, in any order."""
     names: list[str] = []
+    negated = schema.get("not") if isinstance(schema, dict) else None
+    if isinstance(negated, dict):
+        names += dict.fromkeys([*negated.get("properties", {}), *negated.get("required", [])])
     branches = schema.get("oneOf", []) if isinstance(schema, dict) else []
     chosen = next((i for i, b in enumerate(branches) if _valid(index, b, instance)), None)
     for i, branch in enumerate(branches):

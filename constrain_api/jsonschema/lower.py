@@ -49,15 +49,13 @@ _HANDLED = {
     "uniqueItems", "maxProperties", "minProperties", "required", "allOf", "anyOf",
     "oneOf", "not", "prefixItems", "items", "additionalItems", "properties",
     "patternProperties", "additionalProperties", "propertyNames", "format", "$ref",
-    "unevaluatedProperties", "unevaluatedItems", "if", "then", "else",
+    "unevaluatedProperties", "unevaluatedItems", "if", "then", "else", "contains",
+    "minContains", "maxContains",
 }  # fmt: skip
 _REFUSED = {
     "dependentRequired": "members required by the presence of others",
     "dependencies": "members required by the presence of others",
     "dependentSchemas": "schemas applied by the presence of members",
-    "contains": "an array must contain a matching element",
-    "minContains": "counts of matching elements",
-    "maxContains": "counts of matching elements",
     "$dynamicRef": "dynamic scope",
     "$recursiveRef": "dynamic scope",
 }
@@ -773,10 +771,9 @@ class Lowerer:
                 lacking = {"anyOf": [{"properties": {n: False}} for n in absent]}
                 s["__allOf__"] = [*s.get("__allOf__", []), lacking]
             return s
-        if keys and keys <= _STRING_KEYWORDS | {"type"} and _types_of(neg) >= {"string"}:
+        string_only = "type" not in keys or _types_of(neg) == {"string"}
+        if keys and keys <= _STRING_KEYWORDS | {"type"} and string_only:
             # neg constrains strings only; without a type every non-string satisfies it
-            if "type" in keys and _types_of(neg) != {"string"}:
-                raise _unsupported("not", here, "negation of this schema is not expressible")
             if "type" not in keys:
                 s["type"] = ["string"] if "string" in _types_of(s) else "__none__"
             negated = {k: neg[k] for k in keys - {"type"}}
@@ -800,7 +797,22 @@ class Lowerer:
                 if "string" in _types_of(s):
                     s["__not_strings__"] = values
                 return s
-        raise _unsupported("not", here, "negation of this schema is not expressible")
+        ways = _failures(neg) if isinstance(neg, dict) else None
+        if ways is None:
+            raise _unsupported("not", here, "negation of this schema is not expressible")
+        if not ways:
+            return False
+        # the members the ways name, declared in one order after the schema's
+        # own (as ``instance_text`` writes them); declaring an allowed name
+        # True changes no value
+        props = s.get("properties", {})
+        own = [n for n in s.get("required", []) if n not in props]
+        named = dict.fromkeys([*own, *neg.get("properties", {}), *neg.get("required", [])], True)
+        for way in ways:
+            if way.get("type") == "object":
+                way["properties"] = {**named, **way.get("properties", {})}
+        s["__allOf__"] = [*s.get("__allOf__", []), {"anyOf": ways}]
+        return s
 
     # ---------------------------------------------------------------- enum
 
@@ -1015,6 +1027,8 @@ class Lowerer:
         lo, hi = _count(s, "minItems", 0), _count(s, "maxItems")
         if s.get("uniqueItems") and (hi is None or hi > 1):
             raise _unsupported("uniqueItems", where, "distinct elements are not expressible")
+        if "contains" in s:
+            return self._containing(s, items, prefix, lo, hi, where)
         ws = self.ws
         sep = cat(Rx(","), ws)
         item = cat(self.lower(items, join_pointer(where, "items")), ws)
@@ -1033,6 +1047,50 @@ class Lowerer:
                 present = cat(sep if i else EMPTY, elem, body)
                 body = present if i < lo else either(present, EMPTY)
         return cat(Rx("\\["), ws, body, Rx("\\]"))
+
+    def _containing(
+        self, s: dict, items: Any, prefix: list, lo: int, hi: int | None, where: str
+    ) -> Expr:
+        """Arrays of ``items`` with ``minContains`` (default 1) to
+        ``maxContains`` elements matching ``contains``: every element an
+        item, ``m`` of them hits (items matching ``contains``) between
+        runs of any items — ``(I,)* H ((,I)* ,H){m-1} (,I)*`` — or, with a
+        most, hits between runs of misses (items failing ``contains``: its
+        ``not`` must be expressible). Refused beside positional items, an
+        ``unevaluatedItems``, or item counts the hits do not imply."""
+        here = join_pointer(where, "contains")
+        m, most = _count(s, "minContains", 1), _count(s, "maxContains")
+        if prefix or "unevaluatedItems" in s:
+            raise _unsupported("contains", where, "beside positional items or unevaluatedItems")
+        if m > _MAX_CONTAINS or (most or 0) > _MAX_CONTAINS:
+            raise CompileLimitExceeded(
+                "regex_size", _MAX_CONTAINS, max(m, most or 0), "a count of matching elements"
+            )
+        rest = {k: v for k, v in s.items() if k not in ("contains", "minContains", "maxContains")}
+        if m == 0 and most is None:
+            return self._array(rest, where)
+        if most is not None and most < m:
+            return NOTHING
+        if hi is not None or lo > m:
+            raise _unsupported(
+                "contains", where, "with minItems/maxItems beyond what the matching count implies"
+            )
+        ws = self.ws
+        sep = cat(Rx(","), ws)
+        hit = cat(self.lower(_conj(items, s["contains"]), here), ws)
+        if most is None:
+            item = cat(self.lower(items, join_pointer(where, "items")), ws)
+            before, after = rep(cat(item, sep), 0, None), rep(cat(sep, item), 0, None)
+            body = cat(before, hit, rep(cat(after, sep, hit), m - 1, m - 1), after)
+            return cat(Rx("\\["), ws, body, Rx("\\]"))
+        miss = cat(self.lower(_conj(items, {"not": s["contains"]}), here), ws)
+        misses = rep(cat(sep, miss), 0, None)
+        options = [EMPTY, cat(miss, misses)] if m == 0 else []
+        if most >= 1:
+            core = cat(hit, misses)
+            first = either(EMPTY, cat(miss, misses, sep))
+            options.append(cat(first, core, rep(cat(sep, core), max(m, 1) - 1, most - 1)))
+        return cat(Rx("\\["), ws, either(*options), Rx("\\]"))
 
     def _object(self, s: dict, where: str) -> Expr:
         if "__none__" in str(s.get("type", "")):
@@ -1468,6 +1526,138 @@ def _exclusive_required(branches: list[dict]) -> list[dict] | None:
     return out
 
 
+def _failures(neg: dict) -> list | None:
+    """Schemas whose union is exactly the values that fail ``neg``, one JSON
+    type at a time: every value of a type ``neg`` does not take; strings
+    failing its string keywords; numbers outside its bounds or between its
+    listed numbers (ranges: plain decimal spellings); arrays too short, too
+    long or containing an element that fails ``items``; objects lacking a
+    required member, too small or large, or with a member whose value
+    fails its subschema (``not`` again: it must be expressible in turn);
+    values of a listed type that are not listed. ``None`` for keywords
+    with no such form here (``multipleOf``, applicators, a closed object's
+    names, positional items, integers among numbers, ...)."""
+    keys = {k for k in neg if _validating({k: neg[k]})}
+    if keys == {"not"}:
+        return [neg["not"]]
+    names = _types_of(neg)
+    if "integer" in names and "number" not in names:
+        return None  # (the non-integral numbers fail: not expressible)
+    listed = _enum_values(neg, None) if keys & {"enum", "const"} else None
+    kinds = {"string": _STRING_FAILS, "number": _NUMBER_FAILS, "array": _ARRAY_FAILS}
+    kinds["object"] = _OBJECT_FAILS
+    known = {"type", "enum", "const"}.union(*kinds.values())
+    if keys - known:
+        return None
+    ways: list = []
+    for tau in _TYPES:
+        if tau not in names:
+            ways.append({"type": tau})
+            continue
+        if listed is not None:
+            mine = [v for v in listed if _value_type(v) == tau]
+            if not mine:
+                ways.append({"type": tau})
+                continue
+            outside = _unlisted(tau, mine)
+            if outside is None:
+                return None
+            ways += outside
+        own = {k: neg[k] for k in keys if k in kinds.get(tau, ())}
+        if own:
+            failing = _type_failures(tau, own)
+            if failing is None:
+                return None
+            ways += failing
+    return ways
+
+
+_STRING_FAILS = frozenset({"pattern", "minLength", "maxLength", "format"})
+_NUMBER_FAILS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+_ARRAY_FAILS = frozenset({"items", "minItems", "maxItems"})
+_OBJECT_FAILS = frozenset(
+    {"properties", "required", "additionalProperties", "minProperties", "maxProperties"}
+)
+
+
+def _unlisted(tau: str, values: list) -> list | None:
+    """The values of type ``tau`` not among ``values`` (of that type)."""
+    if tau in ("string", "boolean", "null"):
+        return [{"type": tau, "not": {"enum": values}}]
+    if tau != "number":
+        return None
+    if any(not _plain_number(v) for v in values):
+        return None
+    points = sorted(values, key=lambda v: Decimal(repr(v)))
+    ways = [{"type": "number", "exclusiveMaximum": points[0]}]
+    ways += [
+        {"type": "number", "exclusiveMinimum": a, "exclusiveMaximum": b}
+        for a, b in itertools.pairwise(points)
+        if a != b
+    ]
+    ways.append({"type": "number", "exclusiveMinimum": points[-1]})
+    return ways
+
+
+def _takes_all(x: Any) -> bool:
+    """Whether schema ``x`` accepts every value (``true`` or annotations only)."""
+    return x is True or (isinstance(x, dict) and not _validating(x))
+
+
+def _plain_number(v: Any) -> bool:
+    """Whether a bound at ``v`` is exact: an integer a float holds exactly,
+    or a float whose shortest spelling has no exponent."""
+    if isinstance(v, int):
+        return abs(v) < 2**53
+    return isinstance(v, float) and math.isfinite(v) and "e" not in repr(v)
+
+
+def _type_failures(tau: str, own: dict) -> list | None:
+    """The values of type ``tau`` failing ``own`` (its keywords of that type)."""
+    if tau == "string":
+        return [{"type": "string", "__not_string__": [own]}]
+    if tau == "number":
+        if any(isinstance(v, bool) or not _plain_number(v) for v in own.values()):
+            return None
+        flip = {
+            "minimum": "exclusiveMaximum",
+            "exclusiveMinimum": "maximum",
+            "maximum": "exclusiveMinimum",
+            "exclusiveMaximum": "minimum",
+        }
+        return [{"type": "number", flip[k]: v} for k, v in own.items()]
+    ways: list = []
+    if tau == "array":
+        items = own.get("items", True)
+        if isinstance(items, list):
+            return None
+        if items is False:
+            ways.append({"type": "array", "minItems": 1})
+        elif not _takes_all(items):
+            ways.append({"type": "array", "contains": {"not": items}})
+        low, high = "minItems", "maxItems"
+    else:
+        if not _takes_all(own.get("additionalProperties", True)):
+            return None  # (a member outside the declared names)
+        properties = own.get("properties", {})
+        if not isinstance(properties, dict):
+            return None
+        for name in dict.fromkeys(own.get("required", [])):
+            ways.append({"type": "object", "properties": {name: False}})
+        for name, sub in properties.items():
+            if sub is False:
+                ways.append({"type": "object", "required": [name]})
+            elif not _takes_all(sub):
+                fails = {name: {"not": sub}}
+                ways.append({"type": "object", "required": [name], "properties": fails})
+        low, high = "minProperties", "maxProperties"
+    if _count(own, low, 0):
+        ways.append({"type": tau, high: _count(own, low) - 1})
+    if own.get(high) is not None:
+        ways.append({"type": tau, low: _count(own, high) + 1})
+    return ways
+
+
 def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[dict] | None:
     """Object branches of plain member keywords (``properties``, ``required``,
     a boolean ``additionalProperties``), each made to match where no other
@@ -1488,7 +1678,7 @@ def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[
     for b in branches:
         rest = set(b) - plain - _annotations(b)
         additional = b.get("additionalProperties", default_open)
-        if isinstance(additional, dict) and not _validating(additional):
+        if _takes_all(additional):
             additional = True
         properties = b.get("properties", {})
         if rest or additional not in (True, False) or not isinstance(properties, dict):
@@ -1541,7 +1731,7 @@ def _ways_to_fail(
             return [True]
         ways.append({"properties": {name: False}})
     for name, sub in theirs.items():
-        if not present(name) or sub is True or (isinstance(sub, dict) and not _validating(sub)):
+        if not present(name) or _takes_all(sub):
             continue
         if sub is False:
             if name in have:
@@ -1563,6 +1753,8 @@ def _ways_to_fail(
 #: split by one (in or out) before the regions are known.
 _MAX_PATTERNS = 32
 _MAX_PATTERN_SPLITS = 512
+#: The most elements matching ``contains`` a count (``minContains``/``maxContains``) may name.
+_MAX_CONTAINS = 64
 #: The most combinations of absent members ``_exclusive_required`` builds per branch.
 _MAX_ABSENT_CHOICES = 64
 
