@@ -573,9 +573,10 @@ class Lowerer:
         raise _unsupported(
             "oneOf",
             where,
-            "its branches overlap, and 'exactly one' is expressible here only for "
-            "strings, null and booleans; JsonSchema(one_of='any_of') accepts such "
-            "documents as anyOf does",
+            "its branches overlap, and 'exactly one' was not expressible (by JSON "
+            "type, listed values, members, or the ways each branch fails the others: "
+            "docs/jsonschema.md); JsonSchema(one_of='any_of') accepts such documents "
+            "as anyOf does",
         )
 
     def _exclusive_listed(self, schemas: list[Any]) -> Expr | None:
@@ -608,9 +609,11 @@ class Lowerer:
         where some type's branches may overlap. A value of type T matches
         exactly one branch iff: of the branches that take every T (no keyword
         of theirs applies to T), it matches the only one and no other branch
-        takes T; or none takes every T and it matches one of the T-restricted
-        branches, which are pairwise disjoint. Two branches that take every T
-        leave no T at all."""
+        takes T (or, with others, fails them all: ``_exclusive_failing``); or
+        none takes every T and it matches one of the T-restricted branches,
+        made exclusive (pairwise disjoint already, by members, or by the ways
+        each fails the others). Two branches that take every T leave no T at
+        all."""
         parts = []
         for tau in _TYPES:
             roles = [_role_on_type(s, tau) for s in schemas]
@@ -618,19 +621,30 @@ class Lowerer:
             universal = roles.count("universal")
             if universal >= 2 or not takers:
                 continue
-            if universal and len(takers) > 1:
-                return None
-            only = [self._merge(s, {"type": tau}, where) for s in takers]
-            if all(_disjoint_by_schema(a, b) for a, b in itertools.combinations(only, 2)):
+            only = [
+                self._merge(s, {"type": tau}, where)
+                for s, role in zip(schemas, roles, strict=True)
+                if role == "constrained"
+            ]
+            if universal:  # its T values are those failing every other branch
+                every: dict = {"type": tau}
+                if tau == "object":  # (the members the others name, in one order)
+                    named = [
+                        n for b in only for n in [*b.get("properties", {}), *b.get("required", [])]
+                    ]
+                    every["properties"] = dict.fromkeys(named, True)
+                exclusive = _exclusive_failing([every, *only], tau)
+            elif all(_disjoint_by_schema(a, b) for a, b in itertools.combinations(only, 2)):
                 parts += [self.lower(s, where) for s in only]
                 continue
-            if tau != "object" or universal:
-                return None
-            exclusive = _exclusive_required(only)
-            if exclusive is not None:
-                parts += [self.lower(s, where) for s in exclusive]
-                continue
-            exclusive = _exclusive_objects(only, bool(self.options.additional_properties))
+            elif tau == "object":
+                exclusive = _exclusive_required(only)
+                if exclusive is not None:
+                    parts += [self.lower(s, where) for s in exclusive]
+                    continue
+                exclusive = _exclusive_objects(only, bool(self.options.additional_properties))
+            else:
+                exclusive = _exclusive_failing(only, tau)
             if exclusive is None:
                 return None
             try:
@@ -754,7 +768,7 @@ class Lowerer:
             keep = [t for t in ("null", "boolean", "object", "array", "string", "number", "integer")
                     if t in _types_of(s) and t not in banned]  # fmt: skip
             if "integer" in banned and "number" in keep:
-                raise _unsupported("not integer", here, "non-integral numbers only")
+                s["__fractional__"] = True  # (the numbers left: not integers)
             s["type"] = keep or "__none__"
             return s
         if keys == {"required"} and isinstance(neg["required"], list):
@@ -934,6 +948,13 @@ class Lowerer:
         return self._object(s, where)
 
     def _number(self, s: dict, where: str) -> Expr:
+        if s.get("__fractional__"):
+            declared = _declared_types(s)
+            if "integer" in declared and "number" not in declared:
+                return NOTHING
+            if set(s) & _KEYWORDS_OF_TYPE["number"]:
+                raise _unsupported("not integer", where, "with bounds or multipleOf")
+            return Rx(numbers.fractional_regex())
         lo, hi, lo_ex, hi_ex = s.get("minimum"), s.get("maximum"), False, False
         for key, strict in (("exclusiveMinimum", True), ("exclusiveMaximum", False)):
             value = s.get(key)
@@ -1071,12 +1092,14 @@ class Lowerer:
             return self._array(rest, where)
         if most is not None and most < m:
             return NOTHING
+        ws = self.ws
+        sep = cat(Rx(","), ws)
+        if most is None and m == 1 and (hi is not None or lo > 1):
+            return self._containing_counted(s, items, lo, hi, where)
         if hi is not None or lo > m:
             raise _unsupported(
                 "contains", where, "with minItems/maxItems beyond what the matching count implies"
             )
-        ws = self.ws
-        sep = cat(Rx(","), ws)
         hit = cat(self.lower(_conj(items, s["contains"]), here), ws)
         if most is None:
             item = cat(self.lower(items, join_pointer(where, "items")), ws)
@@ -1090,6 +1113,27 @@ class Lowerer:
             core = cat(hit, misses)
             first = either(EMPTY, cat(miss, misses, sep))
             options.append(cat(first, core, rep(cat(sep, core), max(m, 1) - 1, most - 1)))
+        return cat(Rx("\\["), ws, either(*options), Rx("\\]"))
+
+    def _containing_counted(self, s: dict, items: Any, lo: int, hi: int | None, where: str) -> Expr:
+        """Arrays of ``lo``..``hi`` ``items`` with a hit among them: for each
+        count ``a`` of elements before some hit, ``a`` items, the hit, and
+        the items after it that make up the counts (the last ``a`` open-ended
+        when there is no most)."""
+        top = hi - 1 if hi is not None else lo - 1
+        if top > _MAX_CONTAINS:
+            raise CompileLimitExceeded(
+                "regex_size", _MAX_CONTAINS, top, "an item count beside contains"
+            )
+        ws = self.ws
+        sep = cat(Rx(","), ws)
+        hit = cat(self.lower(_conj(items, s["contains"]), join_pointer(where, "contains")), ws)
+        item = cat(self.lower(items, join_pointer(where, "items")), ws)
+        options = []
+        for a in range(top + 1):
+            before = rep(cat(item, sep), a, a if hi is not None or a < top else None)
+            after = rep(cat(sep, item), max(lo - 1 - a, 0), None if hi is None else hi - 1 - a)
+            options.append(cat(before, hit, after))
         return cat(Rx("\\["), ws, either(*options), Rx("\\]"))
 
     def _object(self, s: dict, where: str) -> Expr:
@@ -1526,6 +1570,30 @@ def _exclusive_required(branches: list[dict]) -> list[dict] | None:
     return out
 
 
+def _exclusive_failing(branches: list[dict], tau: str) -> list[dict] | None:
+    """Branches restricted to JSON type ``tau`` (not objects: see
+    ``_exclusive_objects``), each made to match where no other does: branch
+    i and, for every other branch, ``anyOf`` the ways a value of ``tau``
+    fails it (``_failures``). A branch no value of which fails another is
+    dropped; ``None`` when a branch has no such ways or past
+    ``_MAX_ABSENT_CHOICES`` combinations per branch."""
+    failing = []
+    for b in branches:
+        ways = _failures(b)
+        if ways is None:
+            return None
+        failing.append([w for w in ways if w.get("type") == tau])
+    out = []
+    for i, b in enumerate(branches):
+        choices = [ways for j, ways in enumerate(failing) if j != i]
+        if any(not ways for ways in choices):
+            continue  # every value of branch i matches that other branch too
+        if math.prod(len(ways) for ways in choices) > _MAX_ABSENT_CHOICES:
+            return None
+        out.append({"allOf": [b, *({"anyOf": ways} for ways in choices)]} if choices else b)
+    return out
+
+
 def _failures(neg: dict) -> list | None:
     """Schemas whose union is exactly the values that fail ``neg``, one JSON
     type at a time: every value of a type ``neg`` does not take; strings
@@ -1534,15 +1602,15 @@ def _failures(neg: dict) -> list | None:
     long or containing an element that fails ``items``; objects lacking a
     required member, too small or large, or with a member whose value
     fails its subschema (``not`` again: it must be expressible in turn);
-    values of a listed type that are not listed. ``None`` for keywords
-    with no such form here (``multipleOf``, applicators, a closed object's
-    names, positional items, integers among numbers, ...)."""
+    values of a listed type that are not listed; for integers, the numbers
+    that are not (``__fractional__``). ``None`` for keywords with no such
+    form here (``multipleOf``, applicators, a closed object's names,
+    positional items, ...)."""
     keys = {k for k in neg if _validating({k: neg[k]})}
     if keys == {"not"}:
         return [neg["not"]]
     names = _types_of(neg)
-    if "integer" in names and "number" not in names:
-        return None  # (the non-integral numbers fail: not expressible)
+    integral = "integer" in names and "number" not in names
     listed = _enum_values(neg, None) if keys & {"enum", "const"} else None
     kinds = {"string": _STRING_FAILS, "number": _NUMBER_FAILS, "array": _ARRAY_FAILS}
     kinds["object"] = _OBJECT_FAILS
@@ -1551,9 +1619,11 @@ def _failures(neg: dict) -> list | None:
         return None
     ways: list = []
     for tau in _TYPES:
-        if tau not in names:
+        if tau not in names and not (tau == "number" and integral):
             ways.append({"type": tau})
             continue
+        if tau == "number" and integral:
+            ways.append({"type": "number", "__fractional__": True})
         if listed is not None:
             mine = [v for v in listed if _value_type(v) == tau]
             if not mine:

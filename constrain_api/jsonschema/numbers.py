@@ -83,6 +83,7 @@ __all__ = [
     "NOTHING",
     "NUMBER",
     "TAIL_LIMIT",
+    "fractional_regex",
     "integer_regex",
     "number_regex",
 ]
@@ -107,6 +108,16 @@ def integers_with_zero_fraction(allowed: bool) -> Iterator[None]:
         yield
     finally:
         _ZERO_FRACTION.reset(token)
+
+
+def fractional_regex() -> str:
+    """The number texts of values that are not integers: a fraction with a
+    non-zero digit, in plain decimals (draft 6 on: ``3.0`` is an integer);
+    under draft 3/4 (``integers_with_zero_fraction(False)``) any fraction or
+    exponent."""
+    if _ZERO_FRACTION.get():
+        return "-?(?:0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*"
+    return "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)"
 
 
 #: Any JSON number text.

@@ -435,6 +435,33 @@ ONE_OF_BY_TYPE_CASES = [
         },
         ["red", "orange", "blue", 6, 9, 9.0, 3, None, "x", True],
     ),
+    (
+        {  # a branch taking every object: the objects failing the other
+            "oneOf": [{"type": "object"}, {"properties": {"a": {"type": "integer"}}}],
+        },
+        [{}, {"a": 1}, {"a": "x"}, {"a": 1.5, "b": 0}, {"b": 0, "a": None}, 3, "s"],
+    ),
+    (
+        {  # members whose values fail by type and bound (integers: the fractions too)
+            "type": "object",
+            "oneOf": [
+                {"required": ["a"], "properties": {"a": {"type": "integer", "minimum": 3}}},
+                {"required": ["b"]},
+            ],
+        },
+        [{"a": 3}, {"b": 0}, {"a": 3, "b": 0}, {"a": 2, "b": 0}, {"a": 3.5, "b": 0},
+         {"a": "x", "b": 0}, {"a": 2}, {}],
+    ),
+    (
+        {  # arrays: the empty array matches both
+            "oneOf": [
+                {"type": "array", "items": {"type": "number"}},
+                {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+            ],
+        },
+        [[], [1], ["a"], [1, "a"], ["a", "b", "c"], [1, 2, 3], "x"],
+    ),
+    ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, [1, 1.0, 1.5, -2, "x"]),
 ]  # fmt: skip
 
 
@@ -453,13 +480,13 @@ def test_one_of_one_json_type_at_a_time(schema, instances):
 
 
 def test_one_of_still_refused_where_a_type_is_shared_unresolved():
-    """A type that one branch takes whole and another in part, branches
-    in so many names that the choices of absent ones multiply past 64, a
-    closed branch beside an open one (the names it excludes are any), a
-    member value whose negation is not expressible (``not`` of a bound)."""
+    """Branches in so many names that the choices of absent ones multiply
+    past 64, a closed branch beside an open one (the names it excludes are
+    any), a member value whose negation is not expressible (a multiple),
+    non-integral numbers within a bound."""
     many = [{"required": [f"{g}{i}" for i in range(3)]} for g in "abcde"]
     for schema in (
-        {"oneOf": [{"type": "object"}, {"properties": {"a": {"type": "integer"}}}]},
+        {"oneOf": [{"type": "number", "minimum": 2}, {"type": "integer"}]},
         {"type": "object", "oneOf": many},
         {
             "type": "object",
@@ -471,7 +498,7 @@ def test_one_of_still_refused_where_a_type_is_shared_unresolved():
         {
             "type": "object",
             "oneOf": [
-                {"required": ["a"], "properties": {"a": {"type": "integer", "minimum": 3}}},
+                {"required": ["a"], "properties": {"a": {"multipleOf": 3}}},
                 {"required": ["b"]},
             ],
         },
@@ -803,6 +830,13 @@ NOT_BY_TYPE_CASES = [
         {"type": "object", "properties": {"x": {"not": {"type": "number", "minimum": 0}}}},
         [{"x": -1}, {"x": 0}, {"x": 2.5}, {"x": "s"}, {}],
     ),
+    # integers: the other numbers are those with a non-zero fraction digit
+    ({"not": {"type": "integer", "minimum": 0}}, [-1, 0, 3, 2.5, -0.5, 1.0, "s", None]),
+    ({"type": "number", "not": {"type": "integer"}}, [1, 1.0, 1.5, -0.25, 0, "x"]),
+    (
+        {"$schema": "http://json-schema.org/draft-04/schema#", "not": {"type": "integer"}},
+        [1, 1.0, 1.5, -2, 0, "x"],
+    ),
 ]  # fmt: skip
 
 
@@ -818,14 +852,44 @@ def test_not_is_the_values_failing_one_keyword_of_their_type(schema, instances):
     assert any(verdicts) and not all(verdicts)
 
 
+CONTAINS_CASES = [
+    ({"type": "array", "contains": {"const": "a"}, "minItems": 3},
+     [["a"], ["a", 1, 2], [1, 2, 3], [1, "a", 2, 3], []]),
+    ({"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 5},
+      "minItems": 2, "maxItems": 3},
+     [[5], [5, 1], [1, 5], [1, 2], [1, 2, 5], [1, 2, 3, 5], [6, 7, 8], [5, "x"]]),
+    ({"contains": {"type": "string"}, "minContains": 2, "maxContains": 3},
+     [["a"], ["a", "b"], ["a", 1, "b"], ["a", "b", "c", "d"], [1, "a", 2, "b", 3], 5]),
+    ({"contains": {"type": "null"}, "minContains": 0, "maxContains": 1},
+     [[], [None], [None, None], [1, 2], [1, None, 2, None], "x"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("schema", "instances"), CONTAINS_CASES)
+def test_contains_counts_matching_elements(schema, instances):
+    """``contains`` with ``minContains``/``maxContains`` and item counts,
+    judged by the ``jsonschema`` validator."""
+    verdicts = judged_by_the_validator(schema, instances)
+    assert any(verdicts) and not all(verdicts)
+
+
+def test_contains_beside_positional_items_is_refused():
+    for schema in [
+        {"prefixItems": [{"type": "string"}], "contains": {"type": "integer"}},
+        {"contains": {"type": "integer"}, "minContains": 2, "maxItems": 4},
+    ]:
+        with pytest.raises(UnsupportedConstraint, match="contains"):
+            lower_json_schema(JsonSchema(schema))
+
+
 def test_not_of_other_schemas_is_still_refused():
     """Negations with no type-wise form: a multiple, a closed object's other
-    names, a choice, integers among numbers (the non-integral ones)."""
+    names, a choice, non-integral numbers within bounds."""
     for schema in [
         {"not": {"multipleOf": 3}},
         {"not": {"type": "object", "additionalProperties": False}},
         {"not": {"anyOf": [{"type": "string"}, {"minimum": 2}]}},
-        {"not": {"type": "integer"}},
+        {"minimum": 0, "not": {"type": "integer"}},
     ]:
         with pytest.raises(UnsupportedConstraint) as info:
             lower_json_schema(JsonSchema(schema))
