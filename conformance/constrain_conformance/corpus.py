@@ -370,6 +370,29 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
         ('"x"', "{}", '{"id":7}', '{"id":"1","tag":"c"}', '{"tag":"a"}'),
         ('{"id":"7"}', '{"id":"1","tag":"a"}', "3", "null"),
     ),
+    Case(  # a format and a pattern, and a length bound (the lowering: an
+        # intersection of automata, no regex text: text engines refuse it)
+        "pattern-and-format-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "type": "object",
+                "properties": {
+                    "day": {"type": "string", "format": "date", "pattern": "^2024-"},
+                    "ref": {"type": "string", "pattern": "^[a-z]+(:[a-z]+)*$", "maxLength": 6},
+                },
+                "required": ["day", "ref"],
+                "additionalProperties": False,
+            }
+        ),
+        ('{"day":"2024-02-29","ref":"ab:c"}', '{"day":"2024-12-01","ref":"abcdef"}'),
+        (
+            '{"day":"2023-02-28","ref":"a"}',
+            '{"day":"2024-02-30","ref":"a"}',
+            '{"day":"2024-01-01","ref":"abcdefg"}',
+            '{"day":"2024-01-01","ref":"a:"}',
+        ),
+    ),
     Case(  # oneOf of branches with members of their own (the lowering: each
         # branch and, per other branch, one way its values fail that one)
         "exclusive-members-schema",
@@ -392,6 +415,10 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
         ('{"city":"Paris","zip":"75001"}', '{"zip":"1"}', "{}", '{"city":7}'),
     ),
 )
+
+#: Schema-construct cases whose lowering holds a piece with no regex text (an
+#: intersection of automata): backends that print regexes refuse them.
+TEXTLESS_CASES = frozenset({"pattern-and-format-schema"})
 
 #: Every hand-written case: the small vocabularies' training cases, then the
 #: schema constructs.

@@ -125,8 +125,8 @@ def _prune(node: Node) -> Node | None:
         raise UnsupportedConstraint(
             "automata",
             "lookaround",
-            "an intersection or difference of languages (from a lookaround) has no "
-            "portable regex spelling",
+            "an intersection or difference of languages (a lookaround's, or a JSON "
+            "schema's pattern with a format or a length bound) has no portable regex spelling",
         )
     raise TypeError(f"not a regex AST node: {node!r}")
 

@@ -23,11 +23,11 @@ import functools
 
 from ..automata import Node
 from ..caching import core_cache
-from ..errors import ConstraintError
+from ..errors import CompileLimitExceeded, ConstraintError
 from ..grammar import GrammarIR
 from ..specs import Grammar, JsonSchema, Regex
 from .instances import instance_text
-from .ir import Expr, Rx, is_nothing, to_grammar_ir, to_lark
+from .ir import Expr, Rx, has_opaque, is_nothing, to_grammar_ir, to_lark
 from .lower import Lowerer, NotRegular, Options, rewrite_refs
 from .numbers import integers_with_zero_fraction
 from .refs import index_schema
@@ -60,12 +60,23 @@ def lower_json_schema(spec: JsonSchema) -> Regex | Grammar:
     ``ConstraintError`` (a malformed ``pattern`` or reference, or a schema no
     JSON value satisfies: the pointers of the sub-schemas that admit none
     are named) and ``CompileLimitExceeded`` (the result would exceed the
-    size bounds).
+    size bounds, or holds a piece with no regex text: an intersection of a
+    format and a pattern, a length bound or difference too big to print,
+    which :func:`lower_json_schema_ir`'s automata forms hold).
     """
     lowered = _lowered(spec)
+    text = lowered.text if isinstance(lowered, Rx) else to_lark("start", lowered)
+    if has_opaque(text):
+        raise CompileLimitExceeded(
+            "regex_size",
+            options_of(spec).max_regex_chars,
+            None,
+            "a piece of the schema has no regex text (an intersection or difference of "
+            "languages): only lower_json_schema_ir's automata forms hold it",
+        )
     if isinstance(lowered, Rx):
-        return Regex(lowered.text)
-    return Grammar(to_lark("start", lowered), start="start")
+        return Regex(text)
+    return Grammar(text, start="start")
 
 
 def lower_json_schema_ir(spec: JsonSchema) -> Node | GrammarIR:

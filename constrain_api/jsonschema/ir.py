@@ -17,11 +17,14 @@ text), ``to_grammar_ir`` hands them to the core's ``GrammarIR`` directly (for
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from ..automata import (
     Alt,
+    Difference,
     Empty,
+    Intersect,
     Node,
     Repeat,
     Seq,
@@ -108,6 +111,27 @@ class Call:
 
 
 Expr = Rx | Cat | Or | Rep | Call
+
+#: The head of the text of a piece known by its AST alone (``opaque``): a
+#: back-reference to a group no piece defines, so that no regex engine reads
+#: it as anything else (it is malformed), and text outputs refuse it.
+OPAQUE_HEAD = "(?P=automaton_"
+
+
+def opaque(node: Node, nullable: bool = False) -> Rx:
+    """A piece whose language is ``node`` and that has no regex text: an
+    intersection or difference of languages, or a regex too big to print.
+    The automata forms (``lower_json_schema_ir``) hold it; its ``text`` is
+    a key of its content (a digest of the AST), for the caches keyed by
+    text, that no regex engine accepts (``OPAQUE_HEAD``)."""
+    digest = hashlib.sha256(repr(node).encode()).hexdigest()[:32]
+    return Rx(f"{OPAQUE_HEAD}{digest})", nullable, True, node=node)
+
+
+def has_opaque(text: str) -> bool:
+    """Whether a regex or grammar text holds an ``opaque`` piece."""
+    return OPAQUE_HEAD in text
+
 
 EMPTY = Rx("", True, node=Empty())
 #: Matches nothing: an empty class (portable: Python ``re`` and the automata).
@@ -376,7 +400,13 @@ def _nonempty_piece(rx: Rx) -> Rx | None:
         from ..automata import to_regex  # the printer; only grammars with nullable pieces need it
 
         node = _nonempty(rx.ast())
-        known = _NONEMPTY.put(rx.text, (None if node is None else Rx(to_regex(node), node=node),))
+        if node is None:
+            piece = None
+        elif has_opaque(rx.text):  # (an intersection or difference: no text to print)
+            piece = opaque(node)
+        else:
+            piece = Rx(to_regex(node), node=node)
+        known = _NONEMPTY.put(rx.text, (piece,))
     return known[0]
 
 
@@ -406,4 +436,6 @@ def _nonempty(node: Node) -> Node | None:
             return None
         hi = None if node.max is None else node.max - 1
         return seq(inner, repeat(node.node, 0, hi)) if hi != 0 else inner
+    if isinstance(node, Intersect | Difference):
+        return Difference(node, Empty())
     raise TypeError(node)

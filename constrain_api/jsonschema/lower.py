@@ -24,6 +24,7 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -32,11 +33,34 @@ import jsonschema
 import referencing
 import referencing.jsonschema
 
-from ..automata import ByteDFA, Literal, Node, dfa_to_regex
+from ..automata import (
+    ByteDFA,
+    CharSet,
+    Difference,
+    Intersect,
+    Literal,
+    Node,
+    Repeat,
+    alt,
+    dfa_to_regex,
+)
 from ..budget import checkpoint, is_budget_error
 from ..errors import CompileLimitExceeded, UnsupportedConstraint
 from . import formats, numbers, strings
-from .ir import EMPTY, NOTHING, Call, Expr, Rx, cat, either, is_nothing, rep, separated, size
+from .ir import (
+    EMPTY,
+    NOTHING,
+    Call,
+    Expr,
+    Rx,
+    cat,
+    either,
+    is_nothing,
+    opaque,
+    rep,
+    separated,
+    size,
+)
 from .refs import SCHEMA_KEYWORDS, SchemaIndex, join_pointer
 
 ROOT_URI = "urn:constrain-api:schema"
@@ -527,7 +551,9 @@ class Lowerer:
 
         def dfa(i: int) -> ByteDFA:
             if i not in dfas:
-                dfas[i] = ByteDFA.from_regex(live[i][1].text, max_states=limit)
+                dfas[i] = ByteDFA.from_regex(
+                    live[i][1].text, max_states=limit, node=live[i][1].ast()
+                )
             return dfas[i]
 
         overlapping = False
@@ -565,7 +591,10 @@ class Lowerer:
                         if j != i:
                             only = only.difference(dfa(j), max_states=limit)
                     if not only.is_empty():
-                        parts.append(Rx(dfa_to_regex(only)))
+                        others = alt(*(live[j][1].ast() for j in range(len(live)) if j != i))
+                        parts.append(
+                            _printed(only, lambda i=i, o=others: Difference(live[i][1].ast(), o))
+                        )
                 return either(*parts)
             except CompileLimitExceeded as e:
                 if is_budget_error(e):
@@ -999,18 +1028,41 @@ class Lowerer:
             return _quoted_rx(
                 strings.string_not_in_piece(excluded, max_size=self.options.max_regex_chars)
             )
-        if fmt is not None:
-            if "pattern" in s:
-                raise _unsupported(f"format {fmt!r} with pattern", where, "their conjunction")
-            if lo or hi is not None:
-                node = formats.format_node(fmt)
-                return Rx(strings.length_restricted(node, lo, hi, what=f"format {fmt!r}"))
-            return Rx(formats.format_regex(fmt, where=where))
-        if "pattern" in s:
-            return Rx(
-                strings.pattern_regex(s["pattern"], min_length=lo, max_length=hi, where=where)
-            )
+        if fmt is not None or "pattern" in s:
+            return self._string_matching(s, fmt, lo, hi, where)
         return Rx(strings.string_regex(lo, hi))
+
+    def _string_matching(
+        self, s: dict, fmt: str | None, lo: int, hi: int | None, where: str
+    ) -> Expr:
+        """Strings of a ``format`` and/or a ``pattern``, ``lo`` to ``hi``
+        characters: the regex when there is one of them and it prints within
+        the limits; else (both, or a length bound whose regex is too big or
+        cuts through a repetition) their intersection, known by its AST
+        alone (``opaque``: the automata forms hold it, text outputs refuse it)."""
+        if fmt is None or "pattern" not in s:
+            try:
+                if fmt is None:
+                    text = strings.pattern_regex(
+                        s["pattern"], min_length=lo, max_length=hi, where=where
+                    )
+                elif lo or hi is not None:
+                    node = formats.format_node(fmt)
+                    text = strings.length_restricted(node, lo, hi, what=f"format {fmt!r}")
+                else:
+                    text = formats.format_regex(fmt, where=where)
+                return Rx(text)
+            except CompileLimitExceeded as e:
+                if e.limit != "regex_size" or is_budget_error(e):
+                    raise
+            except UnsupportedConstraint as e:
+                if "minLength/maxLength" not in e.construct:
+                    raise
+        parts = [] if fmt is None else [formats.format_node(fmt)]
+        if "pattern" in s:
+            parts.append(strings.pattern_node(s["pattern"], where=where))
+        node = parts[0] if len(parts) == 1 else Intersect(parts[0], parts[1])
+        return opaque(strings.quoted_node(node, lo, hi))
 
     def _string_minus(self, s: dict, negated: list[dict], where: str) -> Expr:
         """The strings of ``s`` that fail every string schema of ``negated``
@@ -1020,12 +1072,15 @@ class Lowerer:
         if is_nothing(positive):
             return NOTHING
         limit = self.options.max_states
+        removed = []
         try:
-            dfa = ByteDFA.from_regex(positive.text, max_states=limit)
+            dfa = ByteDFA.from_regex(positive.text, max_states=limit, node=positive.ast())
             for neg in negated:
                 excluded = self._string(dict(neg), here)
                 if not is_nothing(excluded):
-                    dfa = dfa.difference(ByteDFA.from_regex(excluded.text), max_states=limit)
+                    excluded_dfa = ByteDFA.from_regex(excluded.text, node=excluded.ast())
+                    dfa = dfa.difference(excluded_dfa, max_states=limit)
+                    removed.append(excluded.ast())
         except CompileLimitExceeded as e:
             if is_budget_error(e):
                 raise
@@ -1034,7 +1089,7 @@ class Lowerer:
             ) from None
         if dfa.is_empty():
             return NOTHING
-        return Rx(dfa_to_regex(dfa))
+        return _printed(dfa, lambda: Difference(positive.ast(), alt(*removed)))
 
     def _array(self, s: dict, where: str) -> Expr:
         if "__none__" in str(s.get("type", "")):
@@ -1232,7 +1287,7 @@ class Lowerer:
         if not isinstance(lowered, Rx):
             raise _unsupported("propertyNames", where, "names that are not a regular language")
         limit = self.options.max_states
-        dfa = ByteDFA.from_regex(lowered.text, max_states=limit)
+        dfa = ByteDFA.from_regex(lowered.text, max_states=limit, node=lowered.ast())
         if dfa.same_language(ByteDFA.from_regex(strings.string_regex(), max_states=limit)):
             return None
         return dfa
@@ -1280,7 +1335,7 @@ class Lowerer:
         listed = list(patterns)
         universe = allowed or ByteDFA.from_regex(strings.string_regex(), max_states=limit)
         todo = [(0, universe.difference(declared, max_states=limit), ())]
-        regions: list[tuple[ByteDFA, list[Any], str]] = []
+        regions: list[tuple[ByteDFA, tuple[int, ...], list[Any], str]] = []
         splits = 0
         while todo:
             i, region, chosen = todo.pop()
@@ -1296,14 +1351,32 @@ class Lowerer:
                 todo.append((i + 1, region.intersect(keys[i], max_states=limit), (*chosen, i)))
             elif chosen:
                 here = join_pointer(where, "patternProperties", listed[chosen[-1]])
-                regions.append((region, [patterns[listed[c]] for c in chosen], here))
+                regions.append((region, chosen, [patterns[listed[c]] for c in chosen], here))
             elif additional is not False:
-                regions.append((region, [additional], join_pointer(where, "additionalProperties")))
+                here = join_pointer(where, "additionalProperties")
+                regions.append((region, chosen, [additional], here))
+
+        def region_node(chosen: tuple[int, ...]) -> Node:
+            # (the region as a set expression, where its regex is too big to print)
+            if allowed is not None:
+                raise CompileLimitExceeded(
+                    "regex_size", self.options.max_regex_chars, None, "a region of names"
+                )
+            quoted = [strings.quoted_node(strings.pattern_node(p)) for p in listed]
+            node: Node = Difference(strings.quoted_node(_ANY_STRING), alt(*declared_nodes))
+            for k, key in enumerate(quoted):
+                node = Intersect(node, key) if k in chosen else Difference(node, key)
+            return node
+
+        declared_nodes = [Literal(json.dumps(n, ensure_ascii=False)) for n in names] or [
+            strings.quoted_node(CharSet(()))
+        ]
         options = []
-        for region, chosen, here in regions:
-            value = self.lower(chosen[0] if len(chosen) == 1 else {"allOf": chosen}, here)
+        for region, chosen, schemas, here in regions:
+            value = self.lower(schemas[0] if len(schemas) == 1 else {"allOf": schemas}, here)
             if value != NOTHING:
-                options.append(self._member(Rx(dfa_to_regex(region)), value))
+                key = _printed(region, lambda c=chosen: region_node(c))
+                options.append(self._member(key, value))
         return either(*options) if options else None
 
     def _member(self, key: Expr, value: Expr) -> Expr:
@@ -1568,6 +1641,22 @@ def _exclusive_required(branches: list[dict]) -> list[dict] | None:
         branch = {**mine, "properties": properties}
         out.append({"allOf": [branch, *lacking]} if lacking else branch)
     return out
+
+
+def _printed(dfa: ByteDFA, node: Callable[[], Node]) -> Rx:
+    """The piece of ``dfa``'s language: its regex (state elimination), or,
+    too big to print, ``opaque(node())`` (``node``: the same language as a
+    set expression, for the automata forms)."""
+    try:
+        return Rx(dfa_to_regex(dfa))
+    except CompileLimitExceeded as e:
+        if e.limit != "regex_size" or is_budget_error(e):
+            raise
+    return opaque(node())
+
+
+#: Any string's characters (``quoted_node`` spells it).
+_ANY_STRING = Repeat(CharSet.any(), 0, None)
 
 
 def _exclusive_failing(branches: list[dict], tau: str) -> list[dict] | None:

@@ -115,6 +115,7 @@ __all__ = [
     "pattern_node",
     "pattern_regex",
     "quote",
+    "quoted_node",
     "string_not_in",
     "string_not_in_piece",
     "string_regex",
@@ -1215,6 +1216,14 @@ def pattern_regex(
     return length_restricted(
         node, min_length, max_length, what=f"pattern {pattern!r}", max_size=max_size
     )
+
+
+def quoted_node(node: Node, min_length: int = 0, max_length: int | None = None) -> Node:
+    """The AST of :func:`length_restricted`'s language, the length bound an
+    intersection (no regex text: for pieces whose text is too big)."""
+    if min_length or max_length is not None:
+        node = Intersect(node, repeat(_ANY, min_length, max_length))
+    return seq(_QUOTE, encode_node(node), _QUOTE)
 
 
 def length_restricted(

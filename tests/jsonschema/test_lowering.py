@@ -1058,3 +1058,56 @@ def test_grammar_ir_is_the_lark_texts_language():
             continue
         compared += 1
     assert compared >= 4
+
+
+COLON_PATTERN = "^([a-z0-9-]+):([a-z0-9\\.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$"
+
+
+def test_a_length_bound_too_big_to_print_is_an_intersection_of_automata():
+    """Four variable-width parts under ``maxLength: 146``: the regex of the
+    bounded strings is too big to print (the bound is split over the parts),
+    so the piece is the intersection itself, known by its AST: the automata
+    form holds it, exact; the text form refuses it."""
+    from constrain_api.automata.regex import has_lookaround
+
+    schema = {"type": "string", "pattern": COLON_PATTERN, "maxLength": 146}
+    lowered = lower_json_schema_ir(JsonSchema(schema))
+    assert has_lookaround(lowered)  # (an Intersect node)
+    with pytest.raises(CompileLimitExceeded, match="no regex text"):
+        lower_json_schema(JsonSchema(schema))
+    edge = "a:b:c:" + "d" * 140
+    verdicts = judged_by_the_validator(
+        schema, ["a:b:c:d", "a:b::d", "a:b:c", edge, edge + "d", "A:b:c:d", 3]
+    )
+    assert verdicts[3] and not verdicts[4]
+
+
+def test_a_pattern_beside_a_format_is_their_intersection():
+    import json
+
+    import jsonschema
+
+    schema = {"type": "string", "format": "date", "pattern": "^2024-"}
+    _, accepts = language(schema)
+    check = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    for value in ["2024-02-29", "2024-12-31", "2023-02-28", "2024-02-30", "2024-1-01", "x"]:
+        assert accepts(json.dumps(value)) == check.is_valid(value), value
+    assert accepts('"2024-02-29"') and not accepts('"2024-02-30"')
+
+
+def test_opaque_pieces_are_keyed_by_their_language():
+    """The text of a piece with no regex text is a digest of its AST: the
+    same AST, the same key (caches by text are shared); another AST,
+    another key; no regex engine reads it as a pattern."""
+    import re as std_re
+
+    from constrain_api.automata import Intersect, parse_regex
+    from constrain_api.jsonschema.ir import has_opaque, opaque
+
+    a = Intersect(parse_regex("[a-z]+"), parse_regex(".{0,5}"))
+    b = Intersect(parse_regex("[a-z]+"), parse_regex(".{0,6}"))
+    assert opaque(a).text == opaque(Intersect(parse_regex("[a-z]+"), parse_regex(".{0,5}"))).text
+    assert opaque(a).text != opaque(b).text
+    assert has_opaque(opaque(a).text) and not has_opaque("[a-z]+")
+    with pytest.raises(std_re.error):
+        std_re.compile(opaque(a).text)

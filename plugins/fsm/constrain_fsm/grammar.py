@@ -45,7 +45,7 @@ from constrain_api import (
     Terminal,
     UnsupportedConstraint,
 )
-from constrain_api.automata import dfa_to_regex, parse_regex, to_regex
+from constrain_api.automata import dfa_to_regex, to_regex
 
 Item = tuple[Stack, int, int]  # (parser stack, terminal index, outlines-core index state)
 
@@ -60,7 +60,7 @@ def terminal_pattern(terminal: Terminal, dfa: ByteDFA) -> str:
     """
     if not terminal.shortest:
         try:
-            return to_regex(parse_regex(terminal.pattern))
+            return to_regex(terminal.ast())
         except UnsupportedConstraint:
             pass
     return dfa_to_regex(dfa)

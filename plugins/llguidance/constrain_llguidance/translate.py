@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from constrain_api import GrammarIR, UnsupportedConstraint
-from constrain_api.automata import Node, dfa_to_regex, parse_regex, to_regex
+from constrain_api.automata import Node, dfa_to_regex, to_regex
 
 NAME = "llguidance"
 
@@ -133,7 +133,7 @@ def lark_text(ir: GrammarIR) -> str:
 def _terminal_regex(terminal: Any) -> str:
     if terminal.shortest:
         return dfa_to_regex(terminal.dfa())
-    return to_regex(parse_regex(terminal.pattern))
+    return to_regex(terminal.ast())
 
 
 def _slashed(pattern: str) -> str:

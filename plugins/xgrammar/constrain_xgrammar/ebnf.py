@@ -25,7 +25,6 @@ from constrain_api.automata import (
     Repeat,
     Seq,
     dfa_to_node,
-    parse_regex,
 )
 
 NAME = "xgrammar"
@@ -103,7 +102,7 @@ def grammar_ebnf(ir: GrammarIR) -> str:
             options.append(" ".join(parts) if parts else '""')
         lines.append(f"{names[lhs]} ::= " + " | ".join(options))
     for name, terminal in ir.terminals.items():
-        node = dfa_to_node(terminal.dfa()) if terminal.shortest else parse_regex(terminal.pattern)
+        node = dfa_to_node(terminal.dfa()) if terminal.shortest else terminal.ast()
         lines.append(f"{names[name]} ::= {node_ebnf(node)}")
     if ir.ignore:
         lines.append("ign ::= (" + " | ".join(names[n] for n in ir.ignore) + ")*")
