@@ -325,6 +325,23 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
         ('{"kind":"a","n":1}', '{"kind":"b"}', '{"kind":"c","n":2}', '{"kind":"c"}'),
         ('{"kind":"a"}', '{"kind":"b","n":1}', '{"n":1}'),
     ),
+    Case(  # if/then/else on anything (the lowering: if and then, or not-if and else)
+        "negated-conditional-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "type": "object",
+                "properties": {"country": {"type": "string"}, "zip": {"type": "string"}},
+                "required": ["zip"],
+                "if": {"properties": {"country": {"const": "US"}}, "required": ["country"]},
+                "then": {"properties": {"zip": {"pattern": "^[0-9]{5}$"}}},
+                "else": {"properties": {"zip": {"maxLength": 3}}},
+                "additionalProperties": False,
+            }
+        ),
+        ('{"country":"US","zip":"12345"}', '{"country":"FR","zip":"750"}', '{"zip":"123"}'),
+        ('{"country":"US","zip":"1234"}', '{"country":"FR","zip":"75001"}', '{"zip":"12345"}'),
+    ),
     Case(  # oneOf of groups of members (the lowering: one of each other group absent)
         "exactly-one-group-schema",
         "json_schema",

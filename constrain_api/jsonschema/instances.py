@@ -50,15 +50,18 @@ def _branches(index, schema, pointer, instance, depth) -> list[tuple[Any, str]]:
 
 
 def _others_named(index, schema, pointer, instance, depth) -> list[str]:
-    """The names ``schema``'s ``not`` declares or requires, and those the
-    branches of its ``oneOf`` other than the one ``instance`` matches first
-    do, in branch order: the lowering of a ``not`` and of a ``oneOf`` of
-    objects made exclusive by their members places them after the schema's
-    own, and elsewhere they are additional members, in any order."""
+    """The names ``schema``'s ``if``/``then``/``else`` and ``not`` declare
+    or require, and those the branches of its ``oneOf`` other than the one
+    ``instance`` matches first do, in branch order: the lowering of
+    conditionals, of a ``not`` and of a ``oneOf`` of objects made exclusive
+    by their members places them after the schema's own, and elsewhere
+    they are additional members, in any order."""
     names: list[str] = []
-    negated = schema.get("not") if isinstance(schema, dict) else None
-    if isinstance(negated, dict):
-        names += dict.fromkeys([*negated.get("properties", {}), *negated.get("required", [])])
+    for key in ("if", "then", "else", "not"):
+        part = schema.get(key) if isinstance(schema, dict) else None
+        if isinstance(part, dict):
+            named = [*part.get("properties", {}), *part.get("required", [])]
+            names += [n for n in named if n not in names]
     branches = schema.get("oneOf", []) if isinstance(schema, dict) else []
     chosen = next((i for i, b in enumerate(branches) if _valid(index, b, instance)), None)
     for i, branch in enumerate(branches):

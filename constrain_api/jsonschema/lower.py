@@ -420,7 +420,10 @@ class Lowerer:
                         f"{key} under allOf/anyOf/oneOf/$ref", where, "evaluation across schemas"
                     )
         out = dict(a)
-        if "if" in a and "if" in b:  # two conditionals: decided together (``_conditional``)
+        conditional = ("if", "then", "else")
+        if any(k in a for k in conditional) and any(k in b for k in conditional):
+            # two conditionals, each with its own if/then/else (a then beside
+            # no if does nothing): decided together (``_conditional``)
             b = dict(b)
             later = {k: b.pop(k) for k in ("if", "then", "else") if k in b}
             out["__conditionals__"] = [*a.get("__conditionals__", []), later]
@@ -713,13 +716,56 @@ class Lowerer:
             return s
         cases = self._discriminator_cases(pending, where)
         if cases is None:
-            if len(pending) > 1:
-                raise _unsupported(
-                    "allOf with two if keywords", where, "conditions on different members"
-                )
-            raise _unsupported("if/then/else", where, "conditional schemas need negation of 'if'")
+            cases = self._negated_cases(pending, where)
+            named = [
+                n
+                for block in pending
+                for part in block
+                if isinstance(part, dict)
+                for n in [*part.get("properties", {}), *part.get("required", [])]
+            ]
+            s = self._declared(s, named)
         s["__allOf__"] = [*s.get("__allOf__", []), {"anyOf": cases}]
         return s
+
+    def _negated_cases(self, pending: list[tuple], where: str) -> list[Any]:
+        """The conditionals ``(if, then, else)`` as the union of their cases:
+        for each, ``if`` and ``then``, or ``not if`` and ``else`` (the two
+        disjoint, so the union is exact), one case per combination (up to
+        ``_MAX_CONDITIONS`` conditionals); refused where an ``if`` has no
+        negation here (see ``_failures``)."""
+        if len(pending) > _MAX_CONDITIONS:
+            raise _unsupported(
+                "allOf with several if keywords",
+                where,
+                f"more than {_MAX_CONDITIONS} conditions (each doubles the cases)",
+            )
+        for cond, _, _ in pending:
+            try:
+                self._negate({"not": cond}, where)
+            except UnsupportedConstraint as e:
+                raise _unsupported(
+                    "if/then/else", where, f"its 'if' has no negation here ({e.construct})"
+                ) from None
+        choices = [((cond, then), ({"not": cond}, other)) for cond, then, other in pending]
+        cases = []
+        for picked in itertools.product(*choices):
+            parts = [part for pair in picked for part in pair if part is not True]
+            cases.append({"allOf": parts} if parts else True)
+        return cases
+
+    def _declared(self, s: dict, names: list[str]) -> dict:
+        """``s`` with ``names`` declared after its own members (its required
+        ones first), each with the schema an undeclared name would take: the
+        same values, but one place for the member in every case a choice
+        makes (and ``instance_text``'s). Unchanged beside ``patternProperties``."""
+        props = s.get("properties", {})
+        if "patternProperties" in s or not isinstance(props, dict):
+            return s
+        additional = s.get("additionalProperties", bool(self.options.additional_properties))
+        order = [*(n for n in s.get("required", []) if n not in props), *names]
+        declared = {**props, **{n: additional for n in order if n not in props}}
+        return {**s, "properties": declared} if declared != props else s
 
     def _discriminator_cases(self, pending: list[tuple], where: str) -> list[Any] | None:
         """Disjoint schemas whose union is the conjunction of the conditionals
@@ -1912,6 +1958,9 @@ def _ways_to_fail(
 #: split by one (in or out) before the regions are known.
 _MAX_PATTERNS = 32
 _MAX_PATTERN_SPLITS = 512
+#: The most ``if``/``then``/``else`` conditionals of one schema decided by
+#: negating their ``if`` (2 ** this cases).
+_MAX_CONDITIONS = 4
 #: The most elements matching ``contains`` a count (``minContains``/``maxContains``) may name.
 _MAX_CONTAINS = 64
 #: The most combinations of absent members ``_exclusive_required`` builds per branch.

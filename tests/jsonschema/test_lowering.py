@@ -234,24 +234,69 @@ def test_conditionals_on_one_member_are_cases_of_its_value(name):
     assert any(verdicts) and not all(verdicts)
 
 
-def test_conditionals_on_different_members_or_overlapping_lists_are_refused():
-    two_members = {
-        "allOf": [
-            {"if": {"properties": {"a": {"const": 1}}}, "then": {"required": ["x"]}},
-            {"if": {"properties": {"b": {"const": 1}}}, "then": {"required": ["y"]}},
-        ]
-    }
-    overlapping = {
-        "allOf": [
-            {"if": {"properties": {"a": {"enum": [1, 2]}}}, "then": {"required": ["x"]}},
-            {"if": {"properties": {"a": {"enum": [2, 3]}}}, "then": {"required": ["y"]}},
-        ]
-    }
-    for schema in (two_members, overlapping):
-        with pytest.raises(UnsupportedConstraint, match="allOf with two if keywords"):
+NEGATED_CONDITIONALS = [
+    (
+        {
+            "allOf": [
+                {"if": {"properties": {"a": {"const": 1}}}, "then": {"required": ["x"]}},
+                {"if": {"properties": {"b": {"const": 1}}}, "then": {"required": ["y"]}},
+            ]
+        },
+        [{}, {"a": 1}, {"a": 1, "x": 0}, {"a": 2}, {"b": 1, "y": 0}, {"a": 1, "b": 1, "x": 0},
+         {"a": 1, "b": 1, "x": 0, "y": 0}, 3],
+    ),
+    (
+        {
+            "allOf": [
+                {"if": {"properties": {"a": {"enum": [1, 2]}}}, "then": {"required": ["x"]}},
+                {"if": {"properties": {"a": {"enum": [2, 3]}}}, "then": {"required": ["y"]}},
+            ]
+        },
+        [{"a": 1, "x": 0}, {"a": 2, "x": 0}, {"a": 2, "x": 0, "y": 0}, {"a": 3}, {"a": 4}, {}],
+    ),
+    (
+        {"if": {"minItems": 1}, "then": {"maxItems": 3}, "else": {"const": []}},
+        [[], [1], [1, 2, 3], [1, 2, 3, 4], "x"],
+    ),
+    (
+        {
+            "type": "object",
+            "properties": {"country": {"type": "string"}, "zip": {"type": "string"}},
+            "if": {"properties": {"country": {"const": "US"}}, "required": ["country"]},
+            "then": {"properties": {"zip": {"pattern": "^[0-9]{5}$"}}},
+            "else": {"properties": {"zip": {"maxLength": 3}}},
+        },
+        [{"country": "US", "zip": "12345"}, {"country": "US", "zip": "1234"},
+         {"country": "FR", "zip": "750"}, {"country": "FR", "zip": "75001"}, {"zip": "123"},
+         {"zip": "12345"}],
+    ),
+    (  # a then or else in another allOf member than the if does nothing
+        {"type": ["number", "string"],
+         "allOf": [{"if": {"exclusiveMaximum": 0}}, {"then": {"minimum": -10}},
+                   {"else": {"multipleOf": 2}}]},
+        [-100, 3, 0, "x", None],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("schema", "instances"), NEGATED_CONDITIONALS)
+def test_conditionals_are_if_and_then_or_not_if_and_else(schema, instances):
+    """Other conditions (on several members, on overlapping lists, on
+    anything whose negation is expressible): the cases ``if`` and ``then``
+    or ``not if`` and ``else``, one per combination; judged by the
+    validator."""
+    verdicts = judged_by_the_validator(schema, instances)
+    assert any(verdicts) and not all(verdicts)
+
+
+def test_conditionals_whose_if_has_no_negation_are_refused():
+    five = {"allOf": [{"if": {"minimum": i}, "then": {"multipleOf": 1}} for i in range(5)]}
+    for schema, match in (
+        ({"if": {"multipleOf": 2}, "then": {"minimum": 3}}, "if/then/else"),
+        (five, "several if keywords"),
+    ):
+        with pytest.raises(UnsupportedConstraint, match=match):
             lower_json_schema_ir(JsonSchema(schema))
-    with pytest.raises(UnsupportedConstraint, match="if/then/else"):
-        lower_json_schema_ir(JsonSchema({"if": {"minItems": 1}, "then": {"maxItems": 3}}))
 
 
 def test_many_pattern_properties_split_only_where_they_meet():
