@@ -50,19 +50,32 @@ def _branches(index, schema, pointer, instance, depth) -> list[tuple[Any, str]]:
 
 
 def _others_named(index, schema, pointer, instance, depth) -> list[str]:
-    """The names ``schema``'s ``if``/``then``/``else`` and ``not`` declare
-    or require, and those the branches of its ``oneOf`` other than the one
-    ``instance`` matches first do, in branch order: the lowering of
-    conditionals, of a ``not`` and of a ``oneOf`` of objects made exclusive
-    by their members places them after the schema's own, and elsewhere
-    they are additional members, in any order."""
+    """The names ``schema`` names beyond its own members, in the order the
+    lowering declares them after those: the members its dependency keywords
+    name (each member, then what it requires), those its ``if``/``then``/
+    ``else`` declare or require, those the branches of its ``oneOf`` other
+    than the one ``instance`` matches first do (in branch order), those its
+    ``not`` does. Where the lowering does not declare them they are
+    additional members, in any order."""
+    if not isinstance(schema, dict):
+        return []
     names: list[str] = []
-    for key in ("if", "then", "else", "not"):
-        part = schema.get(key) if isinstance(schema, dict) else None
-        if isinstance(part, dict):
-            named = [*part.get("properties", {}), *part.get("required", [])]
-            names += [n for n in named if n not in names]
-    branches = schema.get("oneOf", []) if isinstance(schema, dict) else []
+
+    def add(named: list) -> None:
+        names.extend(n for n in named if isinstance(n, str) and n not in names)
+
+    def members(part: Any) -> list:
+        if not isinstance(part, dict):
+            return []
+        return [*part.get("properties", {}), *part.get("required", [])]
+
+    for key in ("dependencies", "dependentRequired", "dependentSchemas"):
+        entries = schema.get(key)
+        for name, dep in entries.items() if isinstance(entries, dict) else ():
+            add([name, *(dep if isinstance(dep, list) else members(dep))])
+    for key in ("if", "then", "else"):
+        add(members(schema.get(key)))
+    branches = schema.get("oneOf", [])
     chosen = next((i for i, b in enumerate(branches) if _valid(index, b, instance)), None)
     for i, branch in enumerate(branches):
         if i == chosen:
@@ -70,8 +83,8 @@ def _others_named(index, schema, pointer, instance, depth) -> list[str]:
         own: list[tuple[Any, str]] = []
         _collect(index, branch, f"{pointer}/oneOf/{i}", instance, depth + 1, own, [])
         for s, _ in own:
-            named = [*s.get("properties", {}), *s.get("required", [])]
-            names += [n for n in named if n not in names]
+            add(members(s))
+    add(members(schema.get("not")))
     return names
 
 

@@ -934,6 +934,7 @@ class Lowerer:
                 )
             declared = s.get("properties", {})
             found = []
+            missing: list[str] = []
             for name, dep in entries.items():
                 names = key != "dependentSchemas" and isinstance(dep, list)
                 if names and all(isinstance(n, str) for n in dep):
@@ -944,17 +945,28 @@ class Lowerer:
                     asked = [name, *_members_named(dep)]
                 else:
                     break  # malformed: refused as a whole
-                if not isinstance(declared, dict) or not all(n in declared for n in asked):
-                    # a member's place in the language's member order comes
-                    # from the schema's properties; one that only a branch
-                    # names would move with the branch
+                if not isinstance(declared, dict) or "\0" in asked:
                     raise _unsupported(
-                        key, where, "dependencies on members the schema's properties do not list"
+                        key, where, "dependent schemas with keywords that name other members"
                     )
+                missing += [n for n in asked if n not in declared and n not in missing]
                 found.append([{"properties": {name: False}}, present])
             else:
                 choices += found
                 del s[key]
+                if missing:
+                    # a member's place in the language's member order comes
+                    # from the schema's properties: one that only a branch
+                    # names is declared, after the schema's own, so that it
+                    # does not move with the branch
+                    widened = self._declared(s, missing)
+                    if widened is s:
+                        raise _unsupported(
+                            key,
+                            where,
+                            "dependencies on undeclared members beside patternProperties",
+                        )
+                    s = widened
         if len(choices) > _MAX_DEPENDENCIES:
             raise _unsupported(
                 "dependencies", where, f"more than {_MAX_DEPENDENCIES} members with dependencies"
@@ -1969,12 +1981,14 @@ _MAX_ABSENT_CHOICES = 64
 
 def _members_named(dep: Any) -> list[str]:
     """The members a dependent schema names (``properties``, ``required``);
-    one that could name others elsewhere (an applicator, a pattern) names
-    ``"\0"``, which no schema lists."""
+    one that could name others elsewhere (an applicator, a pattern, names'
+    schemas) names ``"\0"``, which no schema lists."""
     if not isinstance(dep, dict):
         return []
-    allowed = {"properties", "required", "type"}
-    if any(k not in allowed for k in dep if _validating({k: dep[k]})):
+    naming = _APPLICATORS | set(_DEPENDENCIES) | {
+        "patternProperties", "propertyNames", "unevaluatedProperties",
+    }  # fmt: skip
+    if any(k in naming for k in dep if _validating({k: dep[k]})):
         return ["\0"]
     properties = dep.get("properties", {})
     return [*(properties if isinstance(properties, dict) else ["\0"]), *dep.get("required", [])]

@@ -565,6 +565,12 @@ DEPENDENCY_CASES = [
         "dependentRequired": {"a": ["b"]},
         "dependentSchemas": {"b": {"properties": {"a": {"minimum": 5}}}},
     },
+    {  # members only the dependencies name (declared after the schema's own)
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "properties": {"a": {"type": "integer"}},
+        "dependentRequired": {"a": ["b"]},
+        "dependentSchemas": {"c": {"properties": {"a": {"minimum": 5}}, "maxProperties": 2}},
+    },
 ]
 
 
@@ -576,7 +582,13 @@ def test_dependencies_as_choices_of_presence(schema):
     subset of the members, with values inside and outside their schemas."""
     import itertools
 
-    names = list(schema["properties"])
+    named = [
+        n
+        for key in ("dependencies", "dependentRequired", "dependentSchemas")
+        for name, dep in schema.get(key, {}).items()
+        for n in [name, *(dep if isinstance(dep, list) else dep.get("required", []))]
+    ]
+    names = list(dict.fromkeys([*schema["properties"], *named]))
     values = [1, 7, "x"]
     instances = [
         dict(zip(members, chosen, strict=True))
@@ -591,8 +603,9 @@ def test_dependencies_as_choices_of_presence(schema):
 def test_dependencies_still_refused():
     """``dependencies`` under draft 2020-12 (no ``$schema``) is not a
     keyword there: refused by name rather than ignored. More than six
-    members with dependencies, or dependencies on members the properties
-    do not list, are refused too."""
+    members with dependencies, dependent schemas that name members through
+    applicators, and undeclared members beside ``patternProperties`` are
+    refused too."""
     schema = {"properties": {"a": {}}, "dependencies": {"a": ["b"]}}
     with pytest.raises(UnsupportedConstraint, match="dependencies at /: not a keyword"):
         lower_json_schema(JsonSchema(schema))
@@ -604,12 +617,21 @@ def test_dependencies_still_refused():
     }
     with pytest.raises(UnsupportedConstraint, match="more than 6 members"):
         lower_json_schema(JsonSchema(many))
-    # members only the dependency names: where they go in the member order
-    # would depend on the branch
-    for dependencies in ({"a": ["b"]}, {"a": {"required": ["b"]}}, {"a": {"anyOf": [{}]}}):
-        undeclared = {"$schema": draft7, "properties": {"a": {}}, "dependencies": dependencies}
-        with pytest.raises(UnsupportedConstraint, match="properties do not list"):
-            lower_json_schema(JsonSchema(undeclared))
+    applicator = {
+        "$schema": draft7,
+        "properties": {"a": {}},
+        "dependencies": {"a": {"anyOf": [{}]}},
+    }
+    with pytest.raises(UnsupportedConstraint, match="name other members"):
+        lower_json_schema(JsonSchema(applicator))
+    patterned = {
+        "$schema": draft7,
+        "properties": {"a": {}},
+        "patternProperties": {"^x": {"type": "integer"}},
+        "dependencies": {"a": ["b"]},
+    }
+    with pytest.raises(UnsupportedConstraint, match="patternProperties"):
+        lower_json_schema(JsonSchema(patterned))
 
 
 NOT_REQUIRED_CASES = [
@@ -700,7 +722,10 @@ def test_unsupported_names_keyword_and_pointer():
         "uniqueItems at /properties/x": {
             "properties": {"x": {"type": "array", "uniqueItems": True}}
         },
-        "dependentRequired at /": {"dependentRequired": {"a": ["b"]}},
+        "dependentSchemas at /": {
+            "patternProperties": {"^x": {}},
+            "dependentSchemas": {"a": {"required": ["b"]}},
+        },
         "$ref 'http://example.com/s.json' at /properties/r": {
             "properties": {"r": {"$ref": "http://example.com/s.json"}}
         },
