@@ -92,6 +92,9 @@ _APPLICATORS = {
     "allOf", "anyOf", "oneOf", "not", "$ref", "if", "then", "else", "dependentSchemas",
     "__allOf__",
 }  # fmt: skip
+#: Keywords beside which the names an ``unevaluatedProperties`` sees are not
+#: the schema's own (``Lowerer._evaluated_here``).
+_ACROSS = (_APPLICATORS - {"allOf"}) | {"__conditionals__", "$dynamicRef", "dependencies"}
 
 
 class NotRegular(Exception):
@@ -263,7 +266,15 @@ class Lowerer:
             target = self._target(ref, where)
             if not _validating(s) or self.index.legacy_ref:  # drafts <= 7 ignore siblings
                 return self.lower_ref(target)
+            # (the names the target evaluates count for an unevaluatedProperties here)
+            unevaluated = {k: s.pop(k) for k in ("unevaluatedProperties",) if k in s}
             s = self._merge(self._expand(self.index.at(target, self.root), target), s, where)
+            if isinstance(s, dict):
+                s.update(unevaluated)
+        if s.get("unevaluatedProperties", True) is not True and "allOf" in s:
+            s = self._evaluated_here(s, where)
+            if not isinstance(s, dict):
+                return self.lower(s, where)
         for key in ("unevaluatedProperties", "unevaluatedItems"):
             if s.get(key, True) is not True and _APPLICATORS & set(s):
                 raise _unsupported(
@@ -400,6 +411,37 @@ class Lowerer:
 
     # -------------------------------------------------------------- merge
 
+    def _evaluated_here(self, s: Any, where: str) -> Any:
+        """``s`` with its ``unevaluatedProperties`` made an
+        ``additionalProperties`` where the names it evaluates are its own:
+        beside no applicator but ``allOf``, whose members merge in first
+        (each with its own made so: a member's names count for it, not for
+        its cousins). After the merge its properties and patterns are the
+        names evaluated, and an ``additionalProperties`` (its own or a
+        member's) evaluates every other name, leaving nothing unevaluated.
+        Elsewhere (``anyOf``, ``oneOf``, conditionals, ``not``, references,
+        ``unevaluatedItems``) refused: evaluation across schemas."""
+        if not isinstance(s, dict):
+            return s
+        local = not _ACROSS & set(s)
+        for key in ("unevaluatedProperties", "unevaluatedItems"):
+            if s.get(key, True) is not True and not (local and key == "unevaluatedProperties"):
+                raise _unsupported(
+                    f"{key} under allOf/anyOf/oneOf/$ref", where, "evaluation across schemas"
+                )
+        if "unevaluatedProperties" not in s or not local:
+            return s
+        s = dict(s)
+        unevaluated = s.pop("unevaluatedProperties")  # (not seen by the merges below)
+        if "allOf" in s:
+            s = self._flatten(s, where)
+            if not isinstance(s, dict):
+                return s
+            if _ACROSS & set(s):  # (a member brought one in)
+                raise _unsupported("unevaluatedProperties", where, "evaluation across schemas")
+        s.setdefault("additionalProperties", unevaluated)
+        return s
+
     def _merge(self, a: Any, b: Any, where: str) -> Any:
         """A schema equivalent to ``allOf: [a, b]`` (one level deep)."""
         if a is False or b is False:
@@ -413,12 +455,9 @@ class Lowerer:
             return False
         if a is True or b is True:
             return self._merge(a, b, where)
-        for side in (a, b):
-            for key in ("unevaluatedProperties", "unevaluatedItems"):
-                if side.get(key, True) is not True:
-                    raise _unsupported(
-                        f"{key} under allOf/anyOf/oneOf/$ref", where, "evaluation across schemas"
-                    )
+        a, b = self._evaluated_here(a, where), self._evaluated_here(b, where)
+        if a is False or b is False:
+            return False
         out = dict(a)
         conditional = ("if", "then", "else")
         if any(k in a for k in conditional) and any(k in b for k in conditional):

@@ -1181,3 +1181,46 @@ def test_opaque_pieces_are_keyed_by_their_language():
     assert has_opaque(opaque(a).text) and not has_opaque("[a-z]+")
     with pytest.raises(std_re.error):
         std_re.compile(opaque(a).text)
+
+
+UNEVALUATED_CASES = [
+    (
+        {"type": "object", "properties": {"a": {}}, "allOf": [{"properties": {"b": {}}}],
+         "unevaluatedProperties": False},
+        [{"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"c": 1}, {"a": 1, "c": 1}],
+    ),
+    (  # a member's own unevaluatedProperties cannot see its cousins' names
+        {"allOf": [{"properties": {"foo": {}}}, {"unevaluatedProperties": False}]},
+        [{}, {"foo": 1}, {"bar": 1}, 3],
+    ),
+    (  # the names a $ref beside it evaluates count
+        {"$defs": {"b": {"properties": {"b": {"type": "string"}}}}, "$ref": "#/$defs/b",
+         "type": "object", "properties": {"a": {}}, "unevaluatedProperties": {"type": "integer"}},
+        [{"a": 1, "b": "x"}, {"b": 1}, {"c": 1}, {"c": "x"}, {"a": [], "c": 2}],
+    ),
+    (  # an inner unevaluatedProperties: true evaluates every name
+        {"type": "object", "allOf": [{"unevaluatedProperties": True}],
+         "unevaluatedProperties": False},
+        [{}, {"x": 1}, []],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("schema", "instances"), UNEVALUATED_CASES)
+def test_unevaluated_properties_beside_all_of_and_ref(schema, instances):
+    """``unevaluatedProperties`` where the names evaluated are the schema's
+    own once its ``allOf`` members (each with its own unevaluated names
+    settled first) and a ``$ref`` beside it are merged in; judged by the
+    validator."""
+    verdicts = judged_by_the_validator(schema, instances)
+    assert any(verdicts) and not all(verdicts)
+
+
+def test_unevaluated_properties_across_choices_is_refused():
+    for schema in (
+        {"anyOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False},
+        {"allOf": [{"oneOf": [{"required": ["x"]}, {"required": ["y"]}]}],
+         "unevaluatedProperties": False},
+    ):  # fmt: skip
+        with pytest.raises(UnsupportedConstraint, match="unevaluatedProperties"):
+            lower_json_schema(JsonSchema(schema))
