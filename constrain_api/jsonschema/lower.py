@@ -1769,14 +1769,36 @@ def _exclusive_failing(branches: list[dict], tau: str) -> list[dict] | None:
         if ways is None:
             return None
         failing.append([w for w in ways if w.get("type") == tau])
+    kept = _failing_the_others(len(branches), lambda i, j: failing[j])
+    if kept is None:
+        return None
+    return [{"allOf": [branches[i], *failing]} if failing else branches[i] for i, failing in kept]
+
+
+def _failing_the_others(
+    count: int, ways: Callable[[int, int], list | None]
+) -> list[tuple[int, list[dict]]] | None:
+    """For each of ``count`` branches i that some value of it fails every
+    other branch j, ``(i, [anyOf of ways(i, j) for each j])`` — the schemas a
+    value of branch i must also match to match no other. ``ways(i, j)``:
+    the schemas whose union is "a value of i fails j", ``[True]`` when every
+    value of i does, ``[]`` when none does (branch i is then dropped),
+    ``None`` when not expressible (then ``None``, as past
+    ``_MAX_ABSENT_CHOICES`` combinations for a branch)."""
     out = []
-    for i, b in enumerate(branches):
-        choices = [ways for j, ways in enumerate(failing) if j != i]
-        if any(not ways for ways in choices):
+    for i in range(count):
+        choices = []
+        for j in range(count):
+            if j != i:
+                found = ways(i, j)
+                if found is None:
+                    return None
+                choices.append(found)
+        if any(not found for found in choices):
             continue  # every value of branch i matches that other branch too
-        if math.prod(len(ways) for ways in choices) > _MAX_ABSENT_CHOICES:
+        if math.prod(len(found) for found in choices) > _MAX_ABSENT_CHOICES:
             return None
-        out.append({"allOf": [b, *({"anyOf": ways} for ways in choices)]} if choices else b)
+        out.append((i, [{"anyOf": found} for found in choices if found != [True]]))
     return out
 
 
@@ -1943,24 +1965,13 @@ def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[
     # one order for the members any branch names, so every branch spells a
     # member another branch names at the same place (``instance_text``'s)
     order = [n for b in branches for n in [*b.get("properties", {}), *b.get("required", [])]]
+    kept = _failing_the_others(len(shapes), lambda i, j: _ways_to_fail(*shapes[i], *shapes[j]))
+    if kept is None:
+        return None
     out = []
-    for i, (mine, have, open_i) in enumerate(shapes):
-        choices = []
-        for j, (theirs, needs, open_j) in enumerate(shapes):
-            if j == i:
-                continue
-            ways = _ways_to_fail(mine, have, open_i, theirs, needs, open_j)
-            if ways is None:
-                return None
-            choices.append(ways)
-        if any(not ways for ways in choices):
-            continue  # every value of branch i matches that other branch too
-        if math.prod(len(ways) for ways in choices) > _MAX_ABSENT_CHOICES:
-            return None
-        if any(ways == [True] for ways in choices):
-            choices = [ways for ways in choices if ways != [True]]
-        failing = [{"anyOf": ways} for ways in choices]
+    for i, failing in kept:
         branch = branches[i]
+        mine, have, open_i = shapes[i]
         if open_i:  # (declaring an allowed name True changes no value)
             named = {**mine, **{n: True for n in [*have, *order] if n not in mine}}
             branch = {**branch, "properties": named}
