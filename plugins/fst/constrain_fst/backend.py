@@ -120,11 +120,11 @@ class FSTCompiler(BaseCompiler):
         detok, wild = self.detokenizer(classes, utf8)
         clock.lap("detokenizer")
         intervals = utf8classes.class_arcs(table) if utf8 else None
-        acceptor, closed_for, strict_for = add_wildcard_arcs(
+        acceptor, closed_for, strict_for, funnel_for = add_wildcard_arcs(
             acceptor, table, wild, calls, intervals, chains
         )
         wide = self._check_composition(
-            table, closed_for, strict_for, wild, options.max_composed_arcs
+            table, closed_for, strict_for, funnel_for, wild, options.max_composed_arcs
         )
         clock.lap("analysis")
         if parens is None:
@@ -142,6 +142,7 @@ class FSTCompiler(BaseCompiler):
                 **clock.laps,
                 "byte_states": int(table.shape[0]),
                 "wide_states": wide,
+                "funnel_states": int(np.count_nonzero(funnel_for)),
                 "wildcard_classes": len(classes),
                 "utf8_classes": utf8,
             },
@@ -189,13 +190,17 @@ class FSTCompiler(BaseCompiler):
             covered = np.maximum(covered, saved)
         return chosen
 
-    def _check_composition(self, table, closed_for, strict_for, wild: Wildcards, max_arcs) -> int:
+    def _check_composition(
+        self, table, closed_for, strict_for, funnel_for, wild: Wildcards, max_arcs
+    ) -> int:
         """Raise before OpenFst starts if wide states would spell too many
         tokens in bytes; returns the number of wide states. A token counts as
         covered at a state closed for one of the classes it is wild for or
-        starts in (spelled by wildcards, then a short rest in bytes), or,
-        spelled by head, where its (ASCII) first character leads to a state
-        closed for a class its rest is wild for.
+        starts in (spelled by wildcards, then a short rest in bytes), at a
+        funnel state for a class it is wild for (spelled in bytes only along
+        the state's exceptions, a few tokens), or, spelled by head, where its
+        (ASCII) first character leads to a state closed for a class its rest
+        is wild for.
 
         The tokens of one kind spelled in bytes from several states whose
         (ASCII) first byte leads to one same state are counted once: past
@@ -213,6 +218,7 @@ class FSTCompiler(BaseCompiler):
                 after = table[q, first]  # the state after the first byte
                 strict = np.where((first < 128) & (after >= 0), strict_for[after], 0)
                 covered = ((wild_sets | lead_sets) & closed_for[q]) | (head_sets & strict)
+                covered |= wild_sets & funnel_for[q]
                 rows = np.flatnonzero((covered == 0) & (after >= 0))  # a dead byte: no walk
                 walks.append(rows * len(table) + after[rows])
             found = np.unique(np.concatenate(walks))
@@ -374,13 +380,24 @@ class StateInfo:
     """One state of the token automaton, read once: token and group moves,
     parenthesis moves (pushdown automata only), the packed row, EOS."""
 
-    __slots__ = ("accepting", "closes", "groups", "heads", "member_moves", "moves", "opens", "row")
+    __slots__ = (
+        "accepting",
+        "closes",
+        "funnel_groups",
+        "groups",
+        "heads",
+        "member_moves",
+        "moves",
+        "opens",
+        "row",
+    )
 
     def __init__(self, compiled: FSTCompiled, s: int):
         vocab = compiled.vocab
         wild = compiled.wild
         self.moves: dict[int, int] = {}
         self.groups: dict[tuple[int, int], int] = {}
+        self.funnel_groups: dict[tuple[int, int], int] = {}  # read last: see Wildcards
         self.heads: dict[tuple[int, int, int], int] = {}  # (class, first char, rest) → next
         self.member_moves: dict[int, int] = {}  # UTF-8 class or lead group label → next
         self.opens: list[tuple[int, int]] = []  # (open label, next)
@@ -405,6 +422,8 @@ class StateInfo:
                     self.opens.append((label, nxt))
             elif label in wild.groups:
                 self.groups[wild.groups[label]] = nxt
+            elif label in wild.funnel_groups:
+                self.funnel_groups[wild.funnel_groups[label]] = nxt
             elif label in wild.heads:
                 self.heads[wild.heads[label]] = nxt
             elif label in wild.class_groups or label in wild.lead_groups:
@@ -416,7 +435,7 @@ class StateInfo:
         for label in self.member_moves:
             allowed[wild.members(label)] = True
         for k, chars in enumerate(wild.chars):
-            lengths = [j for (c, j) in self.groups if c == k]
+            lengths = [j for (c, j) in (*self.groups, *self.funnel_groups) if c == k]
             if lengths:
                 table = np.zeros(int(chars.max()) + 1, dtype=bool)
                 table[lengths] = True
@@ -450,11 +469,18 @@ class StateInfo:
                 key = (k, h, int(tails[token_id]))
                 if key[2] and key in self.heads:
                     return self.heads[key]
+        if nxt is None and self.funnel_groups:  # no own arc: the token left the exceptions
+            for k, chars in enumerate(wild.chars):
+                j = int(chars[token_id])
+                if j and (k, j) in self.funnel_groups:
+                    return self.funnel_groups[k, j]
         return nxt
 
     @property
     def has_tokens(self) -> bool:
-        return bool(self.moves or self.groups or self.heads or self.member_moves)
+        return bool(
+            self.moves or self.groups or self.heads or self.member_moves or self.funnel_groups
+        )
 
 
 class FSTCompiled(BaseCompiled):

@@ -30,7 +30,7 @@ from constrain_api.automata import CharSet
 from .wildcards import Wildcards
 
 #: Bumped whenever T_V's spelling or its tables change meaning: older files are ignored.
-FORMAT = 3
+FORMAT = 4
 
 
 def _stem(fingerprint: str, classes: tuple[CharSet, ...], utf8: bool) -> str:
@@ -76,6 +76,7 @@ def load(folder: Path, fingerprint: str, classes: tuple[CharSet, ...], utf8: boo
             chars, tails, head_ids = data["chars"], data["tails"], data["head_ids"]
             groups = {int(a): (int(b), int(c)) for a, b, c in data["groups"].tolist()}
             heads = {int(a): (int(b), int(c), int(d)) for a, b, c, d in data["heads"].tolist()}
+            funnels = {int(a): (int(b), int(c)) for a, b, c in data["funnel_groups"].tolist()}
             stored = str(data["fingerprint"])
             group_of = data["class_group_of"]
             lead_group_of = data["lead_group_of"]
@@ -106,6 +107,7 @@ def load(folder: Path, fingerprint: str, classes: tuple[CharSet, ...], utf8: boo
         class_group_of,
         lead_groups,
         lead_group_of if classes else None,
+        funnels,
     )
     return fst, wild
 
@@ -131,6 +133,9 @@ def store(folder: Path, fingerprint: str, fst: pynini.Fst, wild: Wildcards, size
             head_ids=wild.head_ids if wild.head_ids is not None else np.zeros(0, np.int32),
             groups=np.array([(a, *g) for a, g in wild.groups.items()], np.int64).reshape(-1, 3),
             heads=np.array([(a, *h) for a, h in wild.heads.items()], np.int64).reshape(-1, 4),
+            funnel_groups=np.array(
+                [(a, *g) for a, g in wild.funnel_groups.items()], np.int64
+            ).reshape(-1, 3),
             class_group_of=wild.class_group_of if wild.utf8_classes else np.zeros(0, np.int64),
             lead_group_of=wild.lead_group_of if wild.lead_group_of is not None else empty,
             fingerprint=np.array(fingerprint),

@@ -34,7 +34,14 @@ Here, for a wildcard class C:
 * a one-character wild token has no head spelling: its byte spelling starts
   with a marker M_S (S: the classes it is wild for), which the acceptor
   reads only at states closed for no class in S, so that a closed state
-  does not read it twice.
+  does not read it twice;
+* a state that is not closed but where every character of C leads to one
+  closed state except a few ASCII ones that follow a trie (an object's
+  declared names inside "any other name") is a **funnel** (``funnel_states``):
+  it reads the wild tokens by a funnel group (``FUNNEL`` then W_C, to the
+  same state as the closed chain it leads to), and their marker M_S leads
+  to a copy of the state whose bytes are the trie's only, so the tokens
+  that follow the trie get their own arcs, read before the group's.
 
 Every token is thus spelled at every state by bytes or by wildcards, never
 lost; both spellings, where both exist, reach the same state. The token
@@ -61,14 +68,28 @@ from .utf8classes import BYTE_LABELS
 #: At most this many wildcard classes per constraint (the markers number 2**k - 1).
 MAX_CLASSES = 4
 #: Output labels: the wildcard symbol of class k is ``WILD + k``; the marker
-#: of class set S is ``MARK + S``; ``HEAD`` starts a spelling by first
-#: character, after which ``SWITCH + k`` switches to wildcards of class k and
-#: ``STAY + S`` stays with bytes.
+#: of class set S is ``MARK + S`` (``MARK`` alone: tokens in plain bytes);
+#: ``HEAD`` starts a spelling by first character, after which ``SWITCH + k``
+#: switches to wildcards of class k and ``STAY + S`` stays with bytes;
+#: ``LEAD + S`` marks the byte spelling of tokens that start in the classes S
+#: (their lead spelling's counterpart); ``FUNNEL + k`` starts a funnel group's
+#: spelling (then ``WILD + k`` for its other characters).
 WILD = END + 1
 MARK = WILD + MAX_CLASSES
 SWITCH = MARK + (1 << MAX_CLASSES)
 HEAD = SWITCH + MAX_CLASSES
 STAY = HEAD + 1
+LEAD = STAY + (1 << MAX_CLASSES)
+FUNNEL = LEAD + (1 << MAX_CLASSES)
+#: The symbols a token's spelling can start with (besides ``END``, EOS): what
+#: a funnel copy of a state reads as the state does (``add_wildcard_arcs``).
+STARTS = (
+    (WILD, WILD + MAX_CLASSES),
+    (MARK, MARK + (1 << MAX_CLASSES)),
+    (HEAD, HEAD + 1),
+    (LEAD, LEAD + (1 << MAX_CLASSES)),
+    (FUNNEL, FUNNEL + MAX_CLASSES),
+)
 
 
 @dataclass(frozen=True)
@@ -172,22 +193,8 @@ def candidate_classes(table: np.ndarray, min_bytes: int = 8) -> list[CharSet]:
     rows = np.flatnonzero((ascii_part >= 0).sum(axis=1) >= min_bytes)
     if not len(rows):
         return []
-    # each row's most frequent live target (the smallest of equals), all rows
-    # at once: sorted, dead bytes last, then the longest run
-    width = ascii_part.shape[1]
-    ordered = np.sort(np.where(ascii_part[rows] >= 0, ascii_part[rows], np.iinfo(np.int32).max))
-    starts = np.ones(ordered.shape, dtype=bool)
-    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    column = np.broadcast_to(np.arange(width), ordered.shape)
-    # where each position's run ends: the next run start, from the right
-    nxt = np.where(starts, column, width)[:, ::-1]
-    ends = np.minimum.accumulate(
-        np.concatenate([np.full((len(rows), 1), width), nxt[:, :-1]], axis=1), axis=1
-    )[:, ::-1]
-    runs = np.where(starts & (ordered != np.iinfo(np.int32).max), ends - column, 0)
-    best = runs.argmax(axis=1)
-    counts = runs[np.arange(len(rows)), best]
-    inside = ascii_part[rows] == ordered[np.arange(len(rows)), best][:, None]
+    modes, counts = _modes(ascii_part[rows])
+    inside = ascii_part[rows] == modes[:, None]
     keep = counts >= min_bytes
     # states alike give the same classes: build each once, in state order
     keys = np.concatenate([np.packbits(inside, axis=1), lead_alive[rows, None]], axis=1)[keep]
@@ -202,6 +209,28 @@ def candidate_classes(table: np.ndarray, min_bytes: int = 8) -> list[CharSet]:
         if lead_alive[q]:
             found.setdefault(CharSet((*charset.ranges, (0x80, 0x10FFFF))))
     return list(found)
+
+
+def _modes(targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's most frequent live target (the smallest of equals; -1 where
+    all are dead) and how often it occurs, all rows at once: sorted, dead
+    last, then the longest run."""
+    rows, width = targets.shape
+    dead = np.iinfo(np.int32).max
+    ordered = np.sort(np.where(targets >= 0, targets, dead))
+    starts = np.ones(ordered.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    column = np.broadcast_to(np.arange(width), ordered.shape)
+    # where each position's run ends: the next run start, from the right
+    nxt = np.where(starts, column, width)[:, ::-1]
+    ends = np.minimum.accumulate(
+        np.concatenate([np.full((rows, 1), width), nxt[:, :-1]], axis=1), axis=1
+    )[:, ::-1]
+    runs = np.where(starts & (ordered != dead), ends - column, 0)
+    best = runs.argmax(axis=1)
+    counts = runs[np.arange(rows), best]
+    modes = ordered[np.arange(rows), best]
+    return np.where(counts > 0, modes, -1), counts
 
 
 def byte_table(acceptor: pynini.Fst | Arcs) -> tuple[np.ndarray, np.ndarray]:
@@ -251,6 +280,29 @@ def class_exclusions(
         after = grown
 
 
+def _class_ends(table: np.ndarray, sequences) -> tuple[np.ndarray, np.ndarray]:
+    """Per byte state: whether every character of the UTF-8 ``sequences``
+    leads to one same state, and that state (``len(table)``: dead, also when
+    there are none). Conservative: two bytes of one range of a sequence that
+    lead to different states count as not uniform even if the walks meet
+    again later."""
+    n = table.shape[0]
+    dead = n  # an extra row that stays dead, so -1 never indexes a real row
+    padded = np.vstack([np.where(table < 0, dead, table), np.full((1, 256), dead)])
+    uniform = np.ones(n, dtype=bool)
+    target: np.ndarray | None = None
+    for seq in sequences:
+        ends = np.arange(n)
+        for lo, hi in seq:
+            step = padded[ends, lo : hi + 1]
+            ends = step.min(axis=1)
+            uniform &= ends == step.max(axis=1)
+        if target is None:
+            target = ends
+        uniform &= ends == target
+    return uniform, target if target is not None else np.full(n, dead)
+
+
 def closed_chains(
     table: np.ndarray, charset: CharSet, exclude: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -268,22 +320,8 @@ def closed_chains(
     meet again (they would be spelled in bytes: slower, still exact).
     """
     n = table.shape[0]
-    dead = n  # an extra row that stays dead, so -1 never indexes a real row
-    padded = np.vstack([np.where(table < 0, dead, table), np.full((1, 256), dead)])
-    uniform = np.ones(n, dtype=bool)
-    target: np.ndarray | None = None
-    for seq in utf8_sequences(charset):
-        ends = np.arange(n)
-        for lo, hi in seq:
-            step = padded[ends, lo : hi + 1]
-            ends = step.min(axis=1)
-            uniform &= ends == step.max(axis=1)
-        if target is None:
-            target = ends
-        uniform &= ends == target
-    if target is None:
-        target = np.full(n, dead)
-    nxt = np.where(uniform & (target != dead), target, -1).astype(np.int32)
+    uniform, target = _class_ends(table, utf8_sequences(charset))
+    nxt = np.where(uniform & (target != n), target, -1).astype(np.int32)
     inner = uniform & ~exclude if exclude is not None else uniform
     strict = inner.copy()
     while True:  # closed: uniform, and the next state (if any) closed
@@ -293,6 +331,57 @@ def closed_chains(
         strict = update
     start = uniform & ((nxt < 0) | strict[np.maximum(nxt, 0)])
     return start, strict, nxt
+
+
+def _ascii_bytes(charset: CharSet) -> np.ndarray:
+    """The class's one-byte characters."""
+    found = [range(lo, min(hi, 0x7F) + 1) for lo, hi in charset.ranges if lo < 0x80]
+    return np.array([b for r in found for b in r], dtype=np.int64)
+
+
+def funnel_states(
+    table: np.ndarray,
+    charset: CharSet,
+    chains: tuple[np.ndarray, np.ndarray, np.ndarray],
+    moving: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(funnel, default) per byte state for ``charset``, given its
+    ``closed_chains``. A state q that is not closed is a **funnel** when
+    every character of the class leads from it to one live *default* state
+    g, closed in the middle of a token, or — for some ASCII characters, the
+    *exceptions* — to a state e that is a funnel with default ``next(g)`` or
+    closed with ``next(e) == next(g)``. A token of j characters of the class
+    then ends at ``next`` applied j - 1 times to g unless it follows
+    exceptions all the way (the trie of an object's declared member names
+    inside "any other name", which would otherwise spell every token in
+    bytes from each of its states). States with ``moving`` (a pushdown
+    automaton's calls and returns) are never funnels nor exceptions.
+    ``default`` is -1 where the state is no funnel."""
+    start, strict, nxt = chains
+    n = table.shape[0]
+    ascii_targets = table[:, _ascii_bytes(charset)]
+    # where the class's other characters lead (all to one state), if it has some
+    wide = [seq for seq in utf8_sequences(charset) if len(seq) > 1]
+    wide_ok, wide_end = _class_ends(table, wide)
+    default = wide_end if wide else _modes(ascii_targets)[0]
+    ok = wide_ok & (default >= 0) & (default < n) & ~start & (ascii_targets >= 0).all(axis=1)
+    if moving is not None:
+        ok &= ~moving
+    g = np.where(ok, default, 0)
+    ok &= strict[g]
+    exceptions = ok[:, None] & (ascii_targets != g[:, None])
+    want = nxt[g][:, None]  # an exception's default
+    target = np.where(exceptions, ascii_targets, 0)
+    closed_ok = start[target] & (nxt[target] == want)
+    if moving is not None:
+        closed_ok &= ~moving[target]
+    funnel = ok
+    while True:
+        fine = ~exceptions | closed_ok | (funnel[target] & (g[target] == want) & (want >= 0))
+        update = ok & fine.all(axis=1)
+        if (update == funnel).all():
+            return funnel, np.where(funnel, g, -1)
+        funnel = update
 
 
 @dataclass(frozen=True)
@@ -309,7 +398,11 @@ class Wildcards:
     token's group label (0: none); both empty when T_V spells bytes.
     ``lead_groups[label]`` are the tokens of a group spelled by wildcards
     then bytes (same class, leading characters and rest), ``lead_group_of[k]``
-    each token's group label for class k (0: none).
+    each token's group label for class k (0: none). ``funnel_groups[label]``
+    is the (class, characters) pair of the same tokens as a group, spelled
+    from a funnel state (``funnel_states``): read where only the tokens that
+    leave the state's exceptions follow it, so a token's own arc, where it
+    has one, comes first.
     """
 
     classes: tuple[CharSet, ...]
@@ -322,21 +415,31 @@ class Wildcards:
     class_group_of: np.ndarray | None = None
     lead_groups: dict[int, np.ndarray] = field(default_factory=dict)
     lead_group_of: np.ndarray | None = None
+    funnel_groups: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    @functools.cached_property
+    def _sets(self) -> np.ndarray:
+        sets = np.zeros(len(self.chars[0]) if self.chars else 0, dtype=np.int64)
+        for k, counts in enumerate(self.chars):
+            sets |= (counts > 0).astype(np.int64) << k
+        return sets
 
     @functools.cached_property
     def marks(self) -> frozenset[int]:
         """The class sets S whose marker ``MARK + S`` T_V writes: those some
-        token is wild for, or starts in (its lead classes)."""
-        sets = np.zeros(len(self.chars[0]) if self.chars else 0, dtype=np.int64)
-        for k, counts in enumerate(self.chars):
-            sets |= (counts > 0).astype(np.int64) << k
-        found = set(np.unique(sets).tolist())
-        if self.lead_group_of is not None:
-            leads = np.zeros_like(sets)
-            for k, row in enumerate(self.lead_group_of):
-                leads |= (row > 0).astype(np.int64) << k
-            found |= set(np.unique(leads[sets == 0]).tolist())
-        return frozenset(found - {0})
+        token is wild for."""
+        return frozenset(set(np.unique(self._sets).tolist()) - {0})
+
+    @functools.cached_property
+    def lead_marks(self) -> frozenset[int]:
+        """The class sets S whose marker ``LEAD + S`` T_V writes: those some
+        token that is wild for none starts in (its lead classes)."""
+        if self.lead_group_of is None:
+            return frozenset()
+        leads = np.zeros_like(self._sets)
+        for k, row in enumerate(self.lead_group_of):
+            leads |= (row > 0).astype(np.int64) << k
+        return frozenset(set(np.unique(leads[self._sets == 0]).tolist()) - {0})
 
     @functools.cached_property
     def stays(self) -> frozenset[int]:
@@ -378,6 +481,7 @@ def wildcard_detokenizer(
     (``utf8classes``; only for acceptors where ``utf8classes.uniform``
     holds)."""
     groups: dict[int, tuple[int, int]] = {}
+    funnel_groups: dict[int, tuple[int, int]] = {}
     sets = np.zeros(vocab.size, dtype=np.int32)  # per token, the classes it is wild for
     for k, counts in enumerate(chars):
         sets |= (counts > 0).astype(np.int32) << k
@@ -395,15 +499,17 @@ def wildcard_detokenizer(
     for k, counts in enumerate(leads):
         leads_of[plain] |= (counts[plain] > 0).astype(np.int32) << k
     label = vocab.size + 1  # group labels: after the token ids
-    # Plain tokens in bytes: from the root, or, for those starting with
-    # characters of a class, behind the marker of those classes (read where
-    # none of them is closed: elsewhere the lead spelling below reads them).
+    # Plain tokens in bytes: behind ``MARK`` (from the root when there are no
+    # classes), or, for those starting with characters of a class, behind the
+    # lead marker of those classes (read where none of them is closed:
+    # elsewhere the lead spelling below reads them). With classes, every
+    # spelling thus starts with a symbol that is not a byte (``STARTS``).
     for s in sorted(set(leads_of[plain].tolist())):
         mine = plain[leads_of[plain] == s].tolist()
         entry = root
-        if s:
+        if len(classes):
             entry = fst.add_state()
-            fst.add_arc(root, 0, MARK + s, entry)
+            fst.add_arc(root, 0, LEAD + s if s else MARK, entry)
         tries.add(entry, vocab, mine, classes=utf8_classes)
     lead_groups: dict[int, np.ndarray] = {}
     lead_group_of = np.zeros((len(classes), vocab.size), dtype=np.int64)
@@ -415,6 +521,12 @@ def wildcard_detokenizer(
         for j in np.unique(counts[counts > 0]).tolist():
             fst.add_arc(chain[j - 1], label, WILD + k, root)
             groups[label] = (k, j)
+            label += 1
+        # the funnel spelling of the same groups: FUNNEL + k, then WILD + k
+        funnel = _funnel_chain(fst, root, k, int(counts.max()))
+        for j in np.unique(counts[counts > 0]).tolist():
+            fst.add_arc(funnel[j - 1], label, WILD + k if j > 1 else FUNNEL + k, root)
+            funnel_groups[label] = (k, j)
             label += 1
         found, label = _add_leads(fst, chain, root, vocab, plain[lead > 0], lead[lead > 0], label)
         for group, members in found.items():
@@ -461,6 +573,7 @@ def wildcard_detokenizer(
         class_group_of,
         lead_groups,
         lead_group_of if len(classes) else None,
+        funnel_groups,
     )
     return fst.fst().connect().arcsort("olabel"), wild
 
@@ -474,6 +587,16 @@ def _wild_chain(fst: FstBuilder, start: int, symbol: int, length: int) -> list[i
         fst.add_arc(chain[-1], 0, symbol, nxt)
         chain.append(nxt)
     return chain
+
+
+def _funnel_chain(fst: FstBuilder, root: int, k: int, length: int) -> list[int]:
+    """The states after 0, 1, …, ``length - 1`` symbols of a funnel spelling
+    of class k: ``FUNNEL + k``, then ``WILD + k``."""
+    if length <= 1:
+        return [root]
+    first = fst.add_state()
+    fst.add_arc(root, 0, FUNNEL + k, first)
+    return [root, *_wild_chain(fst, first, WILD + k, length - 1)]
 
 
 def _add_leads(fst, chain, root, vocab, ids, counts, label) -> tuple[dict[int, np.ndarray], int]:
@@ -587,18 +710,30 @@ def add_wildcard_arcs(
     exclude: np.ndarray | None,
     extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
     chains: dict[CharSet, tuple],
-) -> tuple[pynini.Fst, np.ndarray, np.ndarray]:
+) -> tuple[pynini.Fst, np.ndarray, np.ndarray, np.ndarray]:
     """The byte acceptor with its W arcs (closed states), switch loops
     (states closed in the middle of a token), marker loops (states where
     wild tokens are spelled in bytes) and stay loops (where tokens spelled
-    by first character continue in bytes), and the ``extra`` (source, label,
-    target) arcs (the UTF-8 interval arcs); with, per state, the bit sets of
-    the classes it is closed for where a token starts and in the middle of
-    one. At a state in ``exclude`` a marker leads to a copy of the state
-    with its byte (and extra) arcs only: the token's bytes start right
-    there, and a call or return first is taken before the marker instead.
-    Only the markers T_V writes get arcs (``wild.marks``, ``wild.stays``);
-    ``chains`` holds each class's ``closed_chains``, as chosen."""
+    by first character continue in bytes), funnel arcs and copies (below),
+    and the ``extra`` (source, label, target) arcs (the UTF-8 interval arcs);
+    with, per state, the bit sets of the classes it is closed for where a
+    token starts and in the middle of one, and the bit of the class it is a
+    funnel for (0: none). At a state in ``exclude`` a marker leads to a copy
+    of the state with its byte (and extra) arcs only: the token's bytes
+    start right there, and a call or return first is taken before the
+    marker instead. Only the markers T_V writes get arcs (``wild.marks``,
+    ``wild.lead_marks``, ``wild.stays``); ``chains`` holds each class's
+    ``closed_chains``, as chosen.
+
+    A funnel state for class k (``funnel_states``; each state is one for at
+    most one class, the one with the most wild tokens) reads ``FUNNEL + k``
+    to its default, and the marker of the tokens wild for k goes to its
+    *funnel copy*, where their bytes follow exceptions only: a wild token
+    gets its own arc there only if it follows exceptions all the way (the
+    funnel group's arc, read last, would be wrong for it), and its walk
+    ends at once otherwise. A copy reads a token's first symbol as its
+    state does (``STARTS``), so a token ending there goes on as from the
+    state itself."""
     classes = wild.classes
     n = table.shape[0]
     closed_for = np.zeros(n, dtype=np.int32)
@@ -627,17 +762,114 @@ def add_wildcard_arcs(
         if extra is not None:  # and their interval arcs
             mine = exclude[extra[0]]
             found.append((target[extra[0][mine]], extra[1][mine], extra[2][mine]))
+    funnel = _Funnels(table, wild, chains, exclude, n + copies)
+    found.extend(funnel.arcs())
     if classes:
         found.append((states, HEAD, target))
+        found.append((states, MARK, target))
     for s in sorted(wild.marks):
         q = np.flatnonzero((closed_for & s) == 0)
-        found.append((q, MARK + s, target[q]))
+        found.append((q, MARK + s, funnel.marker_targets(q, s, target[q])))
+    for s in sorted(wild.lead_marks):
+        q = np.flatnonzero((closed_for & s) == 0)
+        found.append((q, LEAD + s, target[q]))
     for s in sorted(wild.stays):  # in the middle of a token: calls and returns may follow
         q = np.flatnonzero((strict_for & s) == 0)
         found.append((q, STAY + s, q))
     if not found:
-        return acceptor.arcsort("ilabel"), closed_for, strict_for
+        return acceptor.arcsort("ilabel"), closed_for, strict_for, funnel.bit
+    found.extend(funnel.mirrored(found, fst_arcs(acceptor)))
     source = np.concatenate([np.asarray(f[0], dtype=np.int64) for f in found])
     label = np.concatenate([np.broadcast_to(f[1], len(f[0])) for f in found])
     dest = np.concatenate([np.asarray(f[2], dtype=np.int64) for f in found])
-    return add_arcs(acceptor, copies, source, label, dest), closed_for, strict_for
+    acceptor = add_arcs(acceptor, copies + funnel.copies, source, label, dest)
+    return acceptor, closed_for, strict_for, funnel.bit
+
+
+class _Funnels:
+    """The funnel states of an acceptor's classes (``funnel_states``), each
+    for at most one class, and their copies (numbered from ``first``): per
+    class, the funnel states for it and the exceptions they reach."""
+
+    def __init__(self, table, wild: Wildcards, chains, moving, first: int):
+        n = table.shape[0]
+        self.table = table
+        self.klass = np.full(n, -1, dtype=np.int64)  # the class each state is a funnel for
+        self.default = np.full(n, -1, dtype=np.int64)
+        self.bit = np.zeros(n, dtype=np.int32)
+        self.copy_of: dict[int, np.ndarray] = {}  # class → state → its copy (-1: none)
+        self.exceptions: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.copies = 0
+        self.stays = sorted(wild.stays)
+        sizes = [int(np.count_nonzero(chars)) for chars in wild.chars]
+        for k in sorted(range(len(wild.classes)), key=lambda k: -sizes[k]):
+            charset = wild.classes[k]
+            funnel, default = funnel_states(table, charset, chains[charset], moving)
+            if not funnel.any():
+                continue
+            ascii_bytes = _ascii_bytes(charset)
+            mine = funnel & (self.klass < 0)
+            self.klass[mine] = k
+            self.default[mine] = default[mine]
+            self.bit[mine] = 1 << k
+            # the copy region: these states, and the exceptions they reach
+            member = mine.copy()
+            while True:
+                q = np.flatnonzero(member & funnel)
+                rows, cols = np.nonzero(table[q][:, ascii_bytes] != default[q][:, None])
+                grown = member.copy()
+                grown[table[q[rows], ascii_bytes[cols]]] = True
+                if (grown == member).all():
+                    break
+                member = grown
+            copy_of = np.full(n, -1, dtype=np.int64)
+            copy_of[member] = first + self.copies + np.arange(np.count_nonzero(member))
+            self.copies += int(np.count_nonzero(member))
+            self.copy_of[k] = copy_of
+            q = np.flatnonzero(member & funnel)
+            rows, cols = np.nonzero(table[q][:, ascii_bytes] != default[q][:, None])
+            src, byte = q[rows], ascii_bytes[cols]
+            self.exceptions[k] = (copy_of[src], byte + 1, copy_of[table[src, byte]])
+
+    def arcs(self) -> list[tuple[np.ndarray, int | np.ndarray, np.ndarray]]:
+        """``FUNNEL + k`` from each funnel state to its default; in the copies,
+        the exceptions' bytes and the stay loops of tokens spelled by head."""
+        found = []
+        q = np.flatnonzero(self.klass >= 0)
+        found.append((q, FUNNEL + self.klass[q], self.default[q]))
+        for k, copy_of in self.copy_of.items():
+            found.append(self.exceptions[k])
+            mine = copy_of[copy_of >= 0]
+            for s in self.stays:
+                found.append((mine, STAY + s, mine))
+        return found
+
+    def marker_targets(self, q: np.ndarray, s: int, targets: np.ndarray) -> np.ndarray:
+        """Where the marker of tokens wild for the classes ``s`` leads from
+        the states ``q``: a funnel state's copy if it is a funnel for one of
+        them, else ``targets``."""
+        out = targets.copy()
+        for k, copy_of in self.copy_of.items():
+            if s >> k & 1:
+                mine = self.klass[q] == k
+                out[mine] = copy_of[q[mine]]
+        return out
+
+    def mirrored(self, found, read) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The copies' arcs for a token's first symbol: those of their states,
+        among ``found`` and the acceptor's own (``read``: its ``END`` arcs)."""
+        if not self.copy_of:
+            return []
+        source = np.concatenate([np.asarray(f[0], dtype=np.int64) for f in found] + [read.source])
+        label = np.concatenate([np.broadcast_to(f[1], len(f[0])) for f in found] + [read.ilabel])
+        dest = np.concatenate([np.asarray(f[2], dtype=np.int64) for f in found] + [read.target])
+        starts = label == END
+        for lo, hi in STARTS:
+            starts |= (label >= lo) & (label < hi)
+        inside = source < len(self.klass)
+        source, label, dest = source[starts & inside], label[starts & inside], dest[starts & inside]
+        out = []
+        for copy_of in self.copy_of.values():
+            mine = copy_of[source] >= 0
+            out.append((copy_of[source[mine]], label[mine], dest[mine]))
+        return out

@@ -179,7 +179,7 @@ def test_the_composition_estimate_counts_a_shared_walk_once(fst):
 
     def estimate(table):
         with pytest.raises(ca.CompileLimitExceeded) as e:
-            compiler._check_composition(table, none, none, wild, 0)
+            compiler._check_composition(table, none, none, none, wild, 0)
         return e.value.value
 
     table = np.full((3, 256), -1, dtype=np.int32)

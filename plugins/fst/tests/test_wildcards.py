@@ -250,3 +250,66 @@ def test_a_closed_state_reads_wild_tokens_by_wildcards_only(vocab):
     assert {TOKENS.index(t) for t in ("xxx", "中x", "é")} <= set(
         checker.mask().allowed_ids().tolist()
     )
+
+
+NAME_TOKENS = [
+    "{", "}", '"', ":", ",", "1", "a", "b", "p", "x", "é", "ab", "ap", "api", "ax", "xa",
+    "abx", "apix", "bp", "pi", 'ab"', 'a"', 'x"', 'api"', '":', '":1', '":"', '"x', '"a',
+    '{"', '{"a', '{"ab', '"}', "1,", ',"', ',"ap', "aé", "é\"", " ", "\\", "<eos>",
+]  # fmt: skip
+
+#: Declared names inside "any other name": the trie of their first letters
+#: is made of funnel states (every other character leads to one state).
+NAME_SCHEMAS = [
+    {  # "ab" holds a string, any other name an integer: a token ending the
+        # name "ab" must follow the declared member, not the others
+        "type": "object",
+        "properties": {"ab": {"type": "string"}, "api": {"type": "integer"}},
+        "additionalProperties": {"type": "integer"},
+    },
+    {
+        "type": "object",
+        "properties": {"a": {"const": 1}, "apix": {"type": "string"}, "bp": {"type": "string"}},
+        "additionalProperties": {"type": "string", "maxLength": 3},
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def name_vocab() -> ca.Vocabulary:
+    return ca.Vocabulary.from_list(NAME_TOKENS, eos="<eos>")
+
+
+@pytest.mark.parametrize("schema", NAME_SCHEMAS, ids=["string-or-integer", "bounded-others"])
+def test_funnel_states_keep_masks_exact(name_vocab, schema):
+    spec = ca.JsonSchema(schema)
+    oracle = ca.get("naive").compile(spec, name_vocab)
+    compiled = ca.get("fst").compile(spec, name_vocab)
+    assert compiled.stats.extra["funnel_states"] > 0
+    rng = random.Random(repr(schema))
+    for _ in range(60):
+        path = paths.random_path(oracle, rng, 10)
+        mine, theirs = compiled.checker(), oracle.checker()
+        for step in range(len(path) + 1):
+            assert mine.mask() == theirs.mask(), path[:step]
+            if step < len(path):
+                mine.update([path[step]])
+                theirs.update([path[step]])
+
+
+def test_a_token_that_stays_among_declared_names_follows_its_own_arc(name_vocab):
+    # After {", the token ab" ends the declared name "ab" (a string follows)
+    # although the funnel group reads it as another name (an integer).
+    compiled = ca.get("fst").compile(ca.JsonSchema(NAME_SCHEMAS[0]), name_vocab)
+    ids = {t: i for i, t in enumerate(NAME_TOKENS)}
+    checker = compiled.checker()
+    checker.update([ids['{"']])
+    info = compiled.state(checker.state)
+    assert info.funnel_groups and ids["ab"] in info.moves and ids["xa"] not in info.moves
+    for tokens in (["ab", '":'], ['ab"', ":"]):  # a wild token; one leaving the class
+        declared = compiled.checker()
+        declared.update([ids['{"'], *(ids[t] for t in tokens)])
+        assert ids['"x'] in declared.mask() and ids["1"] not in declared.mask(), tokens
+    other = compiled.checker()
+    other.update([ids['{"'], ids["xa"], ids['":']])
+    assert ids["1"] in other.mask() and ids['"x'] not in other.mask()
