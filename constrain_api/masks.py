@@ -20,8 +20,9 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-#: dtype of a packed bitmask word.
-BITMASK_DTYPE = np.int32
+#: dtype of a packed bitmask word (a dtype, not the scalar type: comparing
+#: an array's dtype with it costs no conversion, once per ``fill_mask``).
+BITMASK_DTYPE = np.dtype(np.int32)
 
 
 def bitmask_words(vocab_size: int) -> int:
@@ -52,6 +53,13 @@ def row_view(bitmask: Any, row: int = 0, vocab_size: int = 0) -> np.ndarray:
     bitmask that is not int32 or not on the CPU, ``IndexError`` for a row it
     does not have, ``ValueError`` for a row too narrow for ``vocab_size`` tokens.
     """
+    if (  # the common case, all of it checked at once: a 2-D numpy bitmask wide enough
+        type(bitmask) is np.ndarray
+        and bitmask.dtype is BITMASK_DTYPE
+        and bitmask.ndim == 2
+        and bitmask.shape[1] << 5 >= vocab_size
+    ):
+        return bitmask[row]  # (IndexError for a row it does not have)
     if isinstance(bitmask, np.ndarray):
         arr = bitmask
     else:

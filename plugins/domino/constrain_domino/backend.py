@@ -385,6 +385,23 @@ class DominoChecker(StateChecker[State]):
 
     def update(self, token_ids) -> None:
         """Accept ``token_ids`` (atomically) and count them for :meth:`propose`."""
+        if type(token_ids) is list and len(token_ids) == 1:  # the decoding loop's call
+            token_id, state = token_ids[0], self._stack[-1]
+            compiled = self.compiled
+            # a normal token (the special ids hold EOS) after a live state (a
+            # terminated one is no frozenset); anything else takes the general path
+            if (
+                type(token_id) is int
+                and isinstance(state, frozenset)
+                and compiled.k is None
+                and 0 <= token_id < self._size
+                and token_id not in self._special_ids
+            ):
+                nxt = compiled.step(state, token_id)
+                if nxt is not None:
+                    compiled.learn(state, token_id)
+                    self._stack.append(nxt)
+                    return
         ids, states = self._states_after(token_ids)  # (raises, changing nothing)
         eos, learn = self._eos_ids, self.compiled.learn
         for token_id, before in zip(ids, [self.state, *states], strict=False):
@@ -415,10 +432,11 @@ class DominoChecker(StateChecker[State]):
     def fill_mask(self, bitmask, row: int = 0) -> None:
         """Write the allowed next tokens into ``bitmask[row]``: the state's
         cached row, already finished (one copy)."""
-        if self.terminated:
+        state = self._stack[-1]
+        if not isinstance(state, frozenset):  # terminated
             super().fill_mask(bitmask, row)
             return
-        row_view(bitmask, row, self._size)[:] = self.compiled.state_mask(self.state)
+        row_view(bitmask, row, self._size)[:] = self.compiled.state_mask(state)
 
     def state_accepting(self, state: State) -> bool:
         return self.compiled.accepting(state)

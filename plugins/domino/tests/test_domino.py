@@ -249,6 +249,36 @@ def test_update_of_several_tokens_is_atomic_and_learns_each_in_its_context(vocab
     assert compiled.checker().propose(len(tokens)) == tokens
 
 
+def test_one_token_updates_take_the_short_path_with_the_general_ones_result(vocab):
+    """``update([t])`` with a plain int (the decoding loop's call) skips the
+    general path; it must reach the same states, learn the same counts and
+    refuse, terminate or raise exactly as the general path (numpy ids) does."""
+    fast = ca.get("domino").compile(ca.Grammar(NESTED), vocab)
+    slow = ca.get("domino").compile(ca.Grammar(NESTED), vocab)
+    tokens = vocab.encode("[[1,2],[3]]")
+    a, b = fast.checker(), slow.checker()
+    for t in tokens:
+        a.update([t])
+        b.update([np.int64(t)])
+        assert a.state == b.state
+    assert fast._counts == slow._counts and fast._counts
+    eos = vocab.eos_id
+    special = next(iter(vocab.special_ids - vocab.eos_ids), None)
+    bad = next(t for t in range(vocab.size) if t not in vocab.special_ids and not a.accepts(t))
+    for wrong in [bad, -1, vocab.size] + ([special] if special is not None else []):
+        with pytest.raises(ca.TokenRejected):
+            a.update([wrong])
+        assert a.state == b.state
+    a.update([eos])
+    assert a.terminated
+    with pytest.raises(ca.TokenRejected):
+        a.update([tokens[0]])
+    start = fast.checker()
+    with pytest.raises(ca.TokenRejected):  # EOS before the text is complete
+        start.update([eos])
+    assert start.state == fast.checker().state
+
+
 def test_opportunistic_masking_checks_the_models_pick_first(vocab):
     """With ``opportunistic=True`` the loop asks ``accepts`` about the model's
     own pick and builds a mask only when it is refused: a model that wants a
