@@ -65,7 +65,7 @@ from .automata import END
 from .builder import FstBuilder, add_tries
 from .utf8classes import BYTE_LABELS
 
-#: At most this many wildcard classes per constraint (the markers number 2**k - 1).
+#: At most this many wildcard classes per constraint (the markers number 2**k).
 MAX_CLASSES = 4
 #: Output labels: the wildcard symbol of class k is ``WILD + k``; the marker
 #: of class set S is ``MARK + S`` (``MARK`` alone: tokens in plain bytes);
@@ -793,7 +793,6 @@ class _Funnels:
 
     def __init__(self, table, wild: Wildcards, chains, moving, first: int):
         n = table.shape[0]
-        self.table = table
         self.klass = np.full(n, -1, dtype=np.int64)  # the class each state is a funnel for
         self.default = np.full(n, -1, dtype=np.int64)
         self.bit = np.zeros(n, dtype=np.int32)
