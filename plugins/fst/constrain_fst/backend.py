@@ -459,10 +459,7 @@ class StateInfo:
                     if label and label in self.member_moves:
                         return self.member_moves[label]
         if nxt is None and self.groups:
-            for k, chars in enumerate(wild.chars):
-                j = int(chars[token_id])
-                if j and (k, j) in self.groups:
-                    return self.groups[k, j]
+            nxt = _group_move(self.groups, wild, token_id)
         if nxt is None and self.heads:
             h = int(wild.head_ids[token_id])
             for k, tails in enumerate(wild.tails):
@@ -470,10 +467,7 @@ class StateInfo:
                 if key[2] and key in self.heads:
                     return self.heads[key]
         if nxt is None and self.funnel_groups:  # no own arc: the token left the exceptions
-            for k, chars in enumerate(wild.chars):
-                j = int(chars[token_id])
-                if j and (k, j) in self.funnel_groups:
-                    return self.funnel_groups[k, j]
+            nxt = _group_move(self.funnel_groups, wild, token_id)
         return nxt
 
     @property
@@ -481,6 +475,15 @@ class StateInfo:
         return bool(
             self.moves or self.groups or self.heads or self.member_moves or self.funnel_groups
         )
+
+
+def _group_move(groups: dict[tuple[int, int], int], wild: Wildcards, token_id: int) -> int | None:
+    """The next state by the (class, characters) group of ``token_id`` among ``groups``."""
+    for k, chars in enumerate(wild.chars):
+        j = int(chars[token_id])
+        if j and (k, j) in groups:
+            return groups[k, j]
+    return None
 
 
 class FSTCompiled(BaseCompiled):

@@ -778,12 +778,19 @@ def add_wildcard_arcs(
         found.append((q, STAY + s, q))
     if not found:
         return acceptor.arcsort("ilabel"), closed_for, strict_for, funnel.bit
-    found.extend(funnel.mirrored(found, fst_arcs(acceptor)))
+    arcs = _concatenated(found)
+    if funnel.copies:
+        arcs = _concatenated([arcs, *funnel.mirrored(arcs, fst_arcs(acceptor))])
+    acceptor = add_arcs(acceptor, copies + funnel.copies, *arcs)
+    return acceptor, closed_for, strict_for, funnel.bit
+
+
+def _concatenated(found) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source, label, target) arrays of arc groups (a group's label may be one int)."""
     source = np.concatenate([np.asarray(f[0], dtype=np.int64) for f in found])
     label = np.concatenate([np.broadcast_to(f[1], len(f[0])) for f in found])
     dest = np.concatenate([np.asarray(f[2], dtype=np.int64) for f in found])
-    acceptor = add_arcs(acceptor, copies + funnel.copies, source, label, dest)
-    return acceptor, closed_for, strict_for, funnel.bit
+    return source, label, dest
 
 
 class _Funnels:
@@ -811,13 +818,16 @@ class _Funnels:
             self.klass[mine] = k
             self.default[mine] = default[mine]
             self.bit[mine] = 1 << k
-            # the copy region: these states, and the exceptions they reach
+            # every funnel state's exceptions (source, byte, target), then the
+            # copy region: the states assigned k and the exceptions they reach
+            q = np.flatnonzero(funnel)
+            rows, cols = np.nonzero(table[q][:, ascii_bytes] != default[q][:, None])
+            src, byte = q[rows], ascii_bytes[cols]
+            dst = table[src, byte]
             member = mine.copy()
             while True:
-                q = np.flatnonzero(member & funnel)
-                rows, cols = np.nonzero(table[q][:, ascii_bytes] != default[q][:, None])
                 grown = member.copy()
-                grown[table[q[rows], ascii_bytes[cols]]] = True
+                grown[dst[member[src]]] = True
                 if (grown == member).all():
                     break
                 member = grown
@@ -825,10 +835,8 @@ class _Funnels:
             copy_of[member] = first + self.copies + np.arange(np.count_nonzero(member))
             self.copies += int(np.count_nonzero(member))
             self.copy_of[k] = copy_of
-            q = np.flatnonzero(member & funnel)
-            rows, cols = np.nonzero(table[q][:, ascii_bytes] != default[q][:, None])
-            src, byte = q[rows], ascii_bytes[cols]
-            self.exceptions[k] = (copy_of[src], byte + 1, copy_of[table[src, byte]])
+            keep = member[src]
+            self.exceptions[k] = (copy_of[src[keep]], byte[keep] + 1, copy_of[dst[keep]])
 
     def arcs(self) -> list[tuple[np.ndarray, int | np.ndarray, np.ndarray]]:
         """``FUNNEL + k`` from each funnel state to its default; in the copies,
@@ -854,14 +862,11 @@ class _Funnels:
                 out[mine] = copy_of[q[mine]]
         return out
 
-    def mirrored(self, found, read) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def mirrored(self, arcs, read) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """The copies' arcs for a token's first symbol: those of their states,
-        among ``found`` and the acceptor's own (``read``: its ``END`` arcs)."""
-        if not self.copy_of:
-            return []
-        source = np.concatenate([np.asarray(f[0], dtype=np.int64) for f in found] + [read.source])
-        label = np.concatenate([np.broadcast_to(f[1], len(f[0])) for f in found] + [read.ilabel])
-        dest = np.concatenate([np.asarray(f[2], dtype=np.int64) for f in found] + [read.target])
+        among ``arcs`` (source, label, target) and the acceptor's own
+        (``read``: its ``END`` arcs)."""
+        source, label, dest = _concatenated([arcs, (read.source, read.ilabel, read.target)])
         starts = label == END
         for lo, hi in STARTS:
             starts |= (label >= lo) & (label < hi)
