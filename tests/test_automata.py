@@ -300,6 +300,62 @@ def test_dollar_at_the_end_is_end_of_text_like_fullmatch() -> None:
     assert not re.fullmatch("a$", "a\n") and re.match("a$", "a\n")
 
 
+@SETTINGS
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "a",
+                "Z",
+                "0",
+                ":",
+                ",",
+                '"',
+                "é",
+                "-",
+                "#",
+                " ",
+                "\n",
+                "\\{",
+                "\\[",
+                "\\]",
+                "\\.",
+                "\\-",
+                "\\\\",
+                "\\<",
+                "\\~",
+                "\\ ",
+                "{",
+                "]",
+                "}",
+                "\\d",
+                "\\n",
+                "*",
+                "|",
+                "(",
+            ]
+        ),
+        max_size=8,
+    )
+)
+def test_a_literal_pattern_parses_as_the_full_parser_reads_it(parts: list[str]) -> None:
+    """Literal text (a lowering's punctuation, quoted names) skips the
+    parser: its node is the one the full parse gives, and the patterns with
+    any metacharacter or letter escape still take the full parse."""
+    from constrain_api.automata import regex
+
+    pattern = "".join(parts)
+    try:
+        full = regex._Converter(False).seq(*regex._sre_parse(pattern), True, True)
+    except (ConstraintError, UnsupportedConstraint):
+        with pytest.raises((ConstraintError, UnsupportedConstraint)):
+            parse_regex(pattern)
+        return
+    assert parse_regex(pattern) == full
+    if isinstance(full, Literal):
+        assert re.fullmatch(pattern, full.text)
+
+
 def test_parse_regex_rejects_non_str() -> None:
     with pytest.raises(ConstraintError):
         parse_regex(b"abc")  # type: ignore[arg-type]
@@ -1007,6 +1063,27 @@ def test_lazy_dfa_merges_what_remains_alike(pattern: str) -> None:
     continuation are one state: as many states as the minimal DFA here."""
     node = parse_regex(pattern)
     assert LazyDFA(node).complete().num_states == ByteDFA.from_node(node).num_states
+
+
+@pytest.mark.parametrize(("pattern", "sequences"), [(r"\w", 886), (r"\d+", 62), (r"[^a]", 10)])
+def test_a_unicode_class_is_taken_apart_one_lead_byte_at_a_time(
+    pattern: str, sequences: int
+) -> None:
+    """A character class's UTF-8 sequences (``\\w``: 886) are one term
+    whose linear form has an item per distinct leading byte range; the
+    rests behind a lead byte are made when a walk reaches them. The first
+    row makes a few dozen terms, not one per sequence, and the whole
+    automaton is still the minimal one's language with as many states."""
+    from constrain_api.automata.utf8 import utf8_sequences
+
+    node = parse_regex(pattern)
+    assert len(utf8_sequences(parse_regex(pattern.rstrip("+")))) == sequences
+    lazy = LazyDFA(node)
+    lazy.rows[lazy.start]
+    assert lazy.nfa_states < 40
+    eager = ByteDFA.from_node(node)
+    assert lazy.complete().to_dfa().same_language(eager)
+    assert lazy.num_states == eager.num_states
 
 
 def test_lazy_dfa_keeps_counts_instead_of_copies() -> None:

@@ -67,9 +67,12 @@ class TermTable:
     A term is ``("e",)`` (the empty string), ``("r", lo, hi)`` (one byte in
     a range), ``("s", a, b)`` (``a`` then ``b``), ``("a", ids)`` (any of),
     ``("k", x, m, n)`` (``x`` ``m`` to ``n`` times, ``None``: unbounded),
-    ``("d", k, q)`` (state ``q`` of embedded automaton ``k``) or ``("n",
-    node)`` (an ``Alt`` of the AST not taken apart yet: its linear form is
-    that of its options' terms). ``None``
+    ``("d", k, q)`` (state ``q`` of embedded automaton ``k``), ``("u",
+    sequences)`` (any of these byte-range sequences: a character class's
+    UTF-8 encodings, its linear form one item per distinct leading range,
+    their rests a ``"u"`` term again) or ``("n", node)`` (an ``Alt`` of
+    the AST not taken apart yet: its linear form is that of its options'
+    terms). ``None``
     stands for the empty language: constructors drop it, so every term has
     some string. The *linear form* of a term is its ``(lo, hi, term)``
     continuations: the term's strings starting with byte ``b`` are ``b``
@@ -168,6 +171,8 @@ class TermTable:
             f = tuple((a, b, self.seq(y, rest)) for a, b, y in self.form(x))
         elif op == "n":
             f = self.form(self._level(d[1]))
+        elif op == "u":
+            f = self._utf8_form(d[1])
         else:  # "d"
             k, q = d[1], d[2]
             f = tuple(
@@ -204,12 +209,8 @@ class TermTable:
             for byte in reversed(node.text.encode()):
                 t = self.seq(self.byte_range(byte, byte), t)
         elif isinstance(node, rx.CharSet):
-            t = self.alt(
-                {
-                    self._sequence([self.byte_range(lo, hi) for lo, hi in sq])
-                    for sq in utf8_sequences(node)
-                }
-            )
+            sequences = tuple(utf8_sequences(node))
+            t = self._make(("u", sequences), False) if sequences else None
         else:
             raise TypeError(f"not a regex AST node: {node!r}")
         self.leaves[node] = t
@@ -228,6 +229,25 @@ class TermTable:
             t = self.rep(self.of_node(node.node), node.min, node.max)
         assert t is not None, "a node that is not void has a term"
         return t
+
+    def _utf8_form(self, sequences: tuple) -> tuple:
+        """The linear form of ``("u", sequences)``: one item per distinct
+        leading range (a Unicode class: ``\\d`` is 62 UTF-8 sequences,
+        ``\\w`` 886, under a few dozen lead ranges), the sequences' rests
+        behind it a term of the same kind, taken apart when reached."""
+        rests: dict[tuple[int, int], list] = {}
+        for sq in sequences:
+            rests.setdefault(sq[0], []).append(sq[1:])
+        form = []
+        for (lo, hi), after in rests.items():
+            # (a lead byte fixes the encoding's length: all rests or none are empty)
+            if not after[0]:
+                form.append((lo, hi, _EPS))
+            elif len(after) == 1:
+                form.append((lo, hi, self._sequence([self.byte_range(*r) for r in after[0]])))
+            else:
+                form.append((lo, hi, self._make(("u", tuple(after)), False)))
+        return tuple(form)
 
     def _sequence(self, parts: list[int]) -> int:
         t = _EPS

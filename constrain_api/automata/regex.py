@@ -1083,6 +1083,8 @@ class _Converter:
         return _lower_preimage(CharSet(tuple(ys)), casing)
 
     def char_class(self, items: list[Any], flags: int) -> CharSet:
+        if len(items) == 1 and items[0][0] == "CATEGORY":  # ``\d`` alone: its set as it is
+            return _category(items[0][1], flags)
         casing = _sre_casing(not flags & _FLAG_U) if flags & _FLAG_I else None
         negate = False
         hascased = False
@@ -1171,6 +1173,8 @@ def parse_regex(pattern: str, *, whole_text: bool = False) -> Node:
     """
     if not isinstance(pattern, str):
         raise ConstraintError("regex", f"pattern must be a str, got {type(pattern).__name__}")
+    if _PLAIN_LITERAL.fullmatch(pattern):  # (a lowering's punctuation: ``\{``, ``:``, ``"name"``)
+        return Literal(_ESCAPE.sub(r"\1", pattern))
     key = (pattern, whole_text)
     node = _PARSED.get(key)
     if node is None:
@@ -1182,6 +1186,12 @@ def parse_regex(pattern: str, *, whole_text: bool = False) -> Node:
         node = _PARSED.put(key, node)
     return node
 
+
+#: A pattern that is one literal string: characters other than the
+#: metacharacters and surrogates, and escaped ASCII punctuation, which
+#: ``re`` reads as itself.
+_PLAIN_LITERAL = re.compile(r"(?:[^\\.^$*+?{}\[\]|()\ud800-\udfff]|\\[!-/:-@\[-`{-~])+")
+_ESCAPE = re.compile(r"\\(.)")
 
 #: ``parse_regex`` results by (pattern, whole_text); bounded.
 _PARSED: ContentCache[Node] = core_cache("parsed regexes", ContentCache(4096))

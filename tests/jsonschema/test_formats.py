@@ -18,8 +18,10 @@ import re
 
 import pytest
 
+import constrain_api as ca
 from constrain_api.automata import ByteDFA
 from constrain_api.errors import UnsupportedConstraint
+from constrain_api.jsonschema import lower_json_schema
 from constrain_api.jsonschema.formats import (
     FORMATS,
     UNSUPPORTED_FORMATS,
@@ -308,3 +310,21 @@ def test_uri_like(name: str) -> None:
     for valid in (True, False):
         for s in URIS[name][valid]:
             assert matches(name, s) == valid, (name, s)
+
+
+@pytest.mark.parametrize("name", ["email", "date-time", "uuid"])
+def test_a_format_piece_is_made_once_with_the_ast_of_its_regex(name: str) -> None:
+    """Every schema with the format gets the same piece (its regex and that
+    regex's AST: parsing the e-mail regex is most of a small schema's
+    lowering), and the lowering's language is the format's."""
+    from constrain_api import caching
+    from constrain_api.automata import parse_regex
+    from constrain_api.jsonschema.lower import _format_piece
+
+    piece = _format_piece(name)
+    assert piece.text == format_regex(name) and piece.joinable
+    caching.clear_caches()  # a parse is never reused from the core's cache here
+    assert piece.ast() == parse_regex(format_regex(name))
+    assert _format_piece(name) is piece
+    lowered = lower_json_schema(ca.JsonSchema({"type": "string", "format": name}))
+    assert ByteDFA.from_regex(lowered.pattern).same_language(dfa(name))
