@@ -22,11 +22,13 @@ class Row:
     """One sequence being generated."""
 
     __slots__ = (
+        "budget",
         "checker",
         "draft",
         "forced",
         "forced_now",
         "generator",
+        "guess",
         "interventions",
         "length",
         "pending",
@@ -42,6 +44,8 @@ class Row:
         self.prompt, self.slot, self.checker = prompt, slot, checker
         self.pending = pending  # accepted tokens the model has not seen yet
         self.draft: list[int] = []  # proposed tokens fed for verification
+        self.budget = 0  # the most tokens the next draft may hold (see .drafts)
+        self.guess: int | None = None  # the checker's next token, while not drafting
         self.tokens: list[int] = []
         self.length = 0  # attended cache slots
         self.score = 0.0

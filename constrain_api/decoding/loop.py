@@ -174,7 +174,7 @@ class _Loop:
                 if self.decoder.is_beam and j:
                     row.score = -math.inf  # identical beams: expand only the first
                 if self.speculative and checker is not None:
-                    self.drafts.propose(row)  # a draft can ride along with the prompt
+                    self.drafts.start(row)  # a draft can ride along with the prompt
                 rows.append(row)
         self.prompt_generators = [self._generator(p, -1) for p in range(len(prompts))]
         self.batch = Batch(self.model, rows, prompts, self.params)

@@ -137,6 +137,7 @@ class SampleStep:
             token = single
         rec.forced += len(chain)
         rec.mask += time.perf_counter() - t0
+        row.guess = None  # (a guess made before the chain would be compared after it)
         row.pending = chain
         row.forced_now = len(chain)
         row.skip = True
@@ -208,7 +209,10 @@ class SampleStep:
             k += len(draft) - accepted  # positions after the rejection
             if row.reason is not None:  # finished while opportunistic masking
                 continue
-            loop.drafts.settle(loop.batch, i, row, accepted, rec)
+            if draft:
+                loop.drafts.settle(loop.batch, i, row, accepted, rec)
+            else:
+                loop.drafts.observe(row, token)
             new = [*draft[:accepted], token]
             if row.checker is not None:
                 row.checker.update(new)

@@ -385,6 +385,41 @@ def test_speculative_drafts_verify_to_the_same_output(vocab, model, compiled, go
     assert checker.consumed == []  # the given checker is forked, never mutated
 
 
+@pytest.mark.parametrize(
+    ("right_from", "drafted", "resumed"),
+    [(0, None, True), (6, None, True), (None, 4, False)],
+    ids=["right", "right-after-6", "never-right"],
+)
+def test_drafts_follow_how_the_last_ones_fared(vocab, right_from, drafted, resumed):
+    """A row whose draft is rejected at its first token stops drafting (so
+    drafts that always miss cost one draft, not one per step), guesses the
+    next token each step, and drafts again once a guess equals the pick;
+    drafts that hold stay at full length. The output never changes."""
+    a, b = vocab.encode("a"), vocab.encode("b")
+    assert len(a) == len(b) == 1
+    target = a * 16
+    compiled = ca.get("naive").compile(ca.Regex("[ab]{16}"), vocab)
+    lm = ScriptedLM([*target, vocab.eos_id], width=vocab.size, eos_id=vocab.eos_id,
+                    prompt_length=1)  # fmt: skip
+    plain = generate(lm, vocab, [[vocab.eos_id]], compiled, argmax(), forced=False)
+    assert plain.sequences[0].token_ids == target
+    wrong = len(target) if right_from is None else right_from
+    script = b * wrong + target[wrong:]
+    checker = Drafting(compiled.checker(), script)
+    spec = generate(lm, vocab, [[vocab.eos_id]], [checker], argmax(), speculative=4,
+                    forced=False)  # fmt: skip
+    assert spec.sequences[0].token_ids == target
+    totals, passes = spec.totals(), plain.totals()["forward_passes"]
+    if drafted is not None:  # the first draft of 4, then guesses only
+        assert totals["drafted"] == drafted and totals["accepted"] == 0
+        assert totals["forward_passes"] == passes
+    if resumed:
+        assert totals["accepted"] > 0 and totals["forward_passes"] < passes
+    if right_from == 0:  # every draft kept whole: 4 tokens a pass, plus the pick
+        assert totals["accepted"] == totals["drafted"]
+        assert totals["forward_passes"] <= -(-passes // 5) + 1
+
+
 def test_speculative_sampling_keeps_the_distribution(vocab, model):
     """A draft token is kept iff the sample equals it: the law of the first
     token must not move towards the draft."""
