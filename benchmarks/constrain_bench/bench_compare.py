@@ -17,8 +17,13 @@ refused, so the report can say why a cell is empty).
 - ``test_mask_step``: one round per ``fill_mask`` call, along the natural
   tokenization of the workload's document, in order, ``passes`` times: the
   saved data gives the per-step distribution and the cost against position.
-- ``test_loop``: the shared decoding loop on the embedded model
-  (``tiny_model``, on CUDA when present), unconstrained and constrained.
+- ``test_loop``: the shared decoding loop (argmax, batch 1 and 16) on the
+  embedded model (``tiny_model``) or, with ``CONSTRAIN_BENCH_LOOP_MODEL``,
+  random weights of a published model's shapes (``random_model``), on CUDA
+  when present: each round runs the loop unconstrained then constrained on
+  the same prompts, so the ratio of their tokens/s is read pair by pair;
+  ``extra_info`` has its median and spread, the phases per forward pass and
+  the non-forward share (time per pass beside the forward ÷ forward).
 - ``test_scaling_vocab``: per-step mask time on random subsets of the
   Llama-3 vocabulary (all single bytes kept), 1k to 128k tokens.
 - ``test_scaling_constraint``: compile time of a choice among n strings.
@@ -50,7 +55,9 @@ PASSES = 1 if QUICK else 3
 LOOP = ("koo-iso-date-time", "koo-json-object") if QUICK else (
     "koo-iso-date-time", "koo-json-object", "koo-quoted-text", "domino-json", "domino-gsm8k-json"
 )  # fmt: skip
-LOOP_BATCH, LOOP_LEN, LOOP_ROUNDS = 4, 48, (1 if QUICK else 3)
+LOOP_BATCHES = (1, 4) if QUICK else (1, 16)
+LOOP_LEN, LOOP_ROUNDS = 48, (1 if QUICK else 3)
+LOOP_MODEL = wl.loop_model()
 #: A loop whose masks alone are projected to take longer is skipped, and the
 #: report says why (XGrammar takes seconds per mask on the GSM8K schema).
 LOOP_BUDGET_S = wl.loop_budget_s()
@@ -82,7 +89,7 @@ def vocab(request) -> ca.Vocabulary:
     return loaded
 
 
-def _refuse(test: str, backend: str, workload: str, vocab: ca.Vocabulary, error: Exception):
+def _refuse(test: str, backend: str, workload: str, vocab: ca.Vocabulary, error: Exception, **more):
     _REFUSALS.append(
         {
             "test": test,
@@ -91,6 +98,7 @@ def _refuse(test: str, backend: str, workload: str, vocab: ca.Vocabulary, error:
             "vocab": _VOCAB_NAMES.get(vocab.fingerprint, vocab.name),
             "error": type(error).__name__,
             "reason": str(error),
+            **more,
         }
     )
     pytest.skip(f"{backend} on {workload}: {type(error).__name__}: {error}")
@@ -233,23 +241,27 @@ def test_mask_step(benchmark, vocab, backend, workload):
 @pytest.fixture(scope="module")
 def loop_setup(vocab):
     pytest.importorskip("torch", reason="the decoding loop needs torch")
-    from constrain_api.decoding import generate, sample, tiny_model
+    import torch
 
-    model = tiny_model(vocab, seed=0)
-    if model.device.type == "cpu":
-        # The model is tiny: one thread is fastest, and on a busy 2-core machine
-        # two spinning threads made forward passes seven times slower.
-        import torch
+    from constrain_api.decoding import argmax, generate, random_model, tiny_model
 
-        torch.set_num_threads(1)
-    prompts = [[vocab.eos_id]] * LOOP_BATCH
-    generate(model, vocab, prompts, None, sample(1), max_len=4, seed=0)  # warm-up
+    if LOOP_MODEL == "tiny":
+        model = tiny_model(vocab, seed=0)
+        if model.device.type == "cpu":
+            # The model is tiny: one thread is fastest, and on a busy 2-core machine
+            # two spinning threads made forward passes seven times slower.
+            torch.set_num_threads(1)
+    else:
+        model = random_model(vocab, LOOP_MODEL, seed=0)
+    # one prompt per row (the EOS id, then a token of its own), so the rows of
+    # a batch decode different texts under argmax
+    normal = vocab.normal_ids()
+    starts = [int(normal[(97 * i) % len(normal)]) for i in range(max(LOOP_BATCHES))]
+    generate(model, vocab, [[vocab.eos_id, starts[0]]], None, argmax(), max_len=4)  # warm-up
 
-    def run(constraint):
-        return [
-            generate(model, vocab, prompts, constraint, sample(1), max_len=LOOP_LEN, seed=s)
-            for s in range(LOOP_ROUNDS)
-        ]
+    def run(constraint, batch: int):
+        prompts = [[vocab.eos_id, t] for t in starts[:batch]]
+        return generate(model, vocab, prompts, constraint, argmax(), max_len=LOOP_LEN)
 
     return model, run
 
@@ -265,20 +277,49 @@ def _seconds_per_mask(compiled: ca.Compiled, workload: ca.Workload, vocab: ca.Vo
     return (time.perf_counter() - start) / len(states)
 
 
-def _loop_info(benchmark, results, model) -> None:
+def _median(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def _per_pass(result) -> dict[str, float]:
+    """Seconds per forward pass: each timed phase, ``other`` (the rest of the
+    loop's wall time) and ``share`` (everything beside the forward ÷ the
+    forward)."""
+    from constrain_api.decoding.results import TIMED
+
+    totals = result.totals()
+    passes = max(totals["forward_passes"], 1)
+    out = {phase: totals[phase] / passes for phase in TIMED}
+    out["other"] = result.seconds / passes - sum(out.values())
+    forward = out["forward"]
+    out["share"] = (result.seconds / passes - forward) / forward if forward > 0 else float("nan")
+    return out
+
+
+def _loop_info(benchmark, results, model, batch: int) -> None:
     totals = [r.totals() for r in results]
+    phases = [_per_pass(r) for r in results]
     benchmark.extra_info.update(
-        tokens_per_s=sorted(r.tokens_per_second for r in results)[len(results) // 2],
+        tokens_per_s=_median(r.tokens_per_second for r in results),
         tokens=sum(r.tokens for r in results),
         device=str(model.device),
-        **{f"{p}_s": sorted(t[p] for t in totals)[len(totals) // 2] for p in ("forward", "mask")},
+        model=LOOP_MODEL,
+        batch=batch,
+        passes=_median(t["forward_passes"] for t in totals),
+        per_pass_s={p: _median(ph[p] for ph in phases) for p in phases[0] if p != "share"},
+        share=_median(ph["share"] for ph in phases),
+        **{f"{p}_s": _median(t[p] for t in totals) for p in ("forward", "mask")},
     )
 
 
-def test_loop_unconstrained(benchmark, vocab, loop_setup):
+@pytest.mark.parametrize("batch", LOOP_BATCHES)
+def test_loop_unconstrained(benchmark, vocab, loop_setup, batch):
     model, run = loop_setup
-    results = benchmark.pedantic(lambda: run(None), rounds=1, iterations=1)
-    _loop_info(benchmark, results, model)
+    results = benchmark.pedantic(
+        lambda: [run(None, batch) for _ in range(LOOP_ROUNDS)], rounds=1, iterations=1
+    )
+    _loop_info(benchmark, results, model, batch)
     benchmark.extra_info["vocab"] = vocab.name
 
 
@@ -293,25 +334,40 @@ def _duration(seconds: float) -> str:
     return f"{value:.2g} {unit}" if value < 10 else f"{value:,.0f} {unit}"
 
 
+@pytest.mark.parametrize("batch", LOOP_BATCHES)
 @pytest.mark.parametrize("workload", [w for w in LOOP if w in WORKLOADS])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_loop(benchmark, vocab, loop_setup, backend, workload):
+def test_loop(benchmark, vocab, loop_setup, backend, workload, batch):
     _supported(backend, WORKLOADS[workload])
     model, run = loop_setup
     compiled = _compiled(backend, workload, vocab)
     per_mask = _seconds_per_mask(compiled, WORKLOADS[workload], vocab)
-    projected = per_mask * LOOP_BATCH * LOOP_LEN * LOOP_ROUNDS
+    projected = per_mask * batch * LOOP_LEN * LOOP_ROUNDS
     if projected > LOOP_BUDGET_S:
         reason = (
             f"{_duration(per_mask)} per mask, projected {_duration(projected)}"
             f" > {LOOP_BUDGET_S:g} s"
         )
-        _refuse("loop", backend, workload, vocab, TooSlow(reason))
-    results = benchmark.pedantic(lambda: run(compiled), rounds=1, iterations=1)
+        _refuse("loop", backend, workload, vocab, TooSlow(reason), batch=batch)
+
+    def pairs():  # unconstrained then constrained, round by round: drift hits both
+        return [(run(None, batch), run(compiled, batch)) for _ in range(LOOP_ROUNDS)]
+
+    rounds = benchmark.pedantic(pairs, rounds=1, iterations=1)
+    results = [constrained for _free, constrained in rounds]
     for result in results:  # a benchmark of wrong output measures nothing
         assert all(g.complete or g.truncated for g in result.sequences)
-    _loop_info(benchmark, results, model)
-    benchmark.extra_info["vocab"] = vocab.name
+    _loop_info(benchmark, results, model, batch)
+    ratios = [c.tokens_per_second / u.tokens_per_second for u, c in rounds]
+    free = [_per_pass(u)["share"] for u, _c in rounds]
+    benchmark.extra_info.update(
+        vocab=vocab.name,
+        unconstrained_tokens_per_s=_median(u.tokens_per_second for u, _c in rounds),
+        ratio=_median(ratios),
+        ratio_min=min(ratios),
+        ratio_max=max(ratios),
+        unconstrained_share=_median(free),
+    )
 
 
 def _scaling_vocab(size: int) -> ca.Vocabulary:

@@ -43,6 +43,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-micro", action="store_true", help="skip the pytest-benchmark stage")
     p.add_argument("--select", default=None, help="pytest -k expression for the first stage")
     p.add_argument(
+        "--loop-model",
+        default=None,
+        help="the end-to-end stage's model: tiny (the default, the embedded tiny_model) or "
+        "a published shape with random weights (llama-3.2-1b, llama-3.2-3b, llama-3.1-8b), "
+        "on CUDA when present",
+    )
+    p.add_argument(
         "--report-only",
         action="store_true",
         help="write the report again from the raw results of the last run (OUT/raw)",
@@ -69,6 +76,8 @@ def _micro(args, vocabs: list[str], raw: Path) -> tuple[dict, list]:
         CONSTRAIN_BENCH_QUICK="1" if args.quick else "",
         CONSTRAIN_BENCH_REFUSALS=str(raw / "refusals.json"),
     )
+    if args.loop_model:
+        env["CONSTRAIN_BENCH_LOOP_MODEL"] = args.loop_model
     cmd = [
         sys.executable,
         "-m",
@@ -140,7 +149,13 @@ def _maskbench(args, vocab: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the stages and write the report; returns the exit code."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.loop_model not in (None, "tiny"):
+        from constrain_api.decoding import MODEL_SHAPES
+
+        if args.loop_model not in MODEL_SHAPES:
+            parser.error(f"--loop-model: tiny or one of {', '.join(MODEL_SHAPES)}")
     if args.report_only:
         return _report_only(Path(args.out))
     start = time.perf_counter()

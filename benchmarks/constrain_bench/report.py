@@ -94,6 +94,7 @@ class Results:
         for b in bench.get("benchmarks", []):
             self.by_test[b["name"].split("[")[0]].append(b)
         self.refusals = {(r["test"], r["backend"], r["workload"], r["vocab"]): r for r in refusals}
+        self.refusal_list = refusals  # (the loop's are per batch too)
         self.maskbench = maskbench or {}
 
     def backends(self) -> list[str]:
@@ -256,44 +257,99 @@ def _setup_table(results: Results, vocab: str) -> list[str]:
     ]
 
 
+def _batch(entry: dict) -> int:
+    """The batch of a loop entry (4 in runs from before batches were a parameter)."""
+    return int(entry["params"].get("batch") or entry["extra_info"].get("batch") or 4)
+
+
 def _loop_table(results: Results, vocab: str) -> list[str]:
-    base = [
-        b
+    base = {
+        _batch(b): b
         for b in results.by_test.get("test_loop_unconstrained", [])
-        if b["params"].get("vocab") == vocab
-    ]
-    cells = results.cells("test_loop", vocab)
-    skipped = {
-        (r["workload"], r["backend"]): r["reason"]
-        for r in results.refusals.values()
-        if r["test"] == "loop" and r["vocab"] == vocab
+        if b["params"].get("vocab") == vocab or b["extra_info"].get("vocab") == vocab
     }
-    if not base or not (cells or skipped):
+    entries = [
+        b
+        for b in results.by_test.get("test_loop", [])
+        if b["params"].get("vocab") == vocab or b["extra_info"].get("vocab") == vocab
+    ]
+    skipped = [r for r in results.refusal_list if r["test"] == "loop" and r["vocab"] == vocab]
+    if not base or not (entries or skipped):
         return []
-    unconstrained = base[0]["extra_info"]["tokens_per_s"]
-    device = base[0]["extra_info"].get("device", "cpu")
-    backends = sorted({b for _w, b in [*cells, *skipped]})
-    workloads = sorted({w for w, _b in [*cells, *skipped]})
+    lines: list[str] = []
+    for batch in sorted(base):
+        lines += _loop_batch(base[batch], [b for b in entries if _batch(b) == batch], [
+            r for r in skipped if r.get("batch", batch) == batch
+        ])  # fmt: skip
+    lines += _phase_table(base, entries)
+    return lines
+
+
+def _loop_batch(base: dict, entries: list[dict], skipped: list[dict]) -> list[str]:
+    info = base["extra_info"]
+    unconstrained = info["tokens_per_s"]
+    cells = {(b["params"]["workload"], b["params"]["backend"]): b for b in entries}
+    refused = {(r["workload"], r["backend"]): r["reason"] for r in skipped}
+    backends = sorted({b for _w, b in [*cells, *refused]})
+    workloads = sorted({w for w, _b in [*cells, *refused]})
+    batch = _batch(base)
 
     def cell(w: str, b: str) -> str:
         if (w, b) in cells:
-            tokens_per_s = cells[(w, b)]["extra_info"]["tokens_per_s"]
-            return f"{tokens_per_s:,.0f} ({tokens_per_s / unconstrained:.2f}×)"
-        if (w, b) in skipped:
-            return f"skipped ({skipped[(w, b)]})"
+            e = cells[(w, b)]["extra_info"]
+            ratio = e.get("ratio", e["tokens_per_s"] / unconstrained)
+            spread = f", {e['ratio_min']:.2f}–{e['ratio_max']:.2f}" if "ratio_min" in e else ""
+            return f"{e['tokens_per_s']:,.0f} ({ratio:.2f}×{spread})"
+        if (w, b) in refused:
+            return f"skipped ({refused[(w, b)]})"
         return "—"
 
     rows = [[f"`{w}`"] + [cell(w, b) for b in backends] for w in workloads]
+    model = info.get("model", "tiny")
+    what = "the embedded `tiny_model`" if model == "tiny" else f"`{model}` shapes"
+    decoder = "argmax" if "model" in info else "sampling"  # (runs before batches sampled)
     return [
-        "### End to end: tokens/s on the shared loop (ratio to unconstrained)",
+        f"### End to end: tokens/s on the shared loop, batch {batch} (ratio to unconstrained)",
         "",
-        f"The embedded model (`tiny_model`, random weights, on {device}), 4 sequences, "
-        f"sampling, 48 tokens at most; unconstrained: {unconstrained:,.0f} tokens/s. "
-        "The ratio is the backend's overhead: the model is the same. *skipped (…)*: the "
+        f"Random weights, {what}, on {info.get('device', 'cpu')}; {batch} sequence"
+        f"{'s' if batch > 1 else ''}, {decoder}, 48 tokens at most; unconstrained: "
+        f"{unconstrained:,.0f} tokens/s. Each round runs the loop unconstrained then "
+        "constrained on the same prompts; the ratio is the median of the rounds' ratios "
+        "(their range after the comma), the backend's cost on this model. *skipped (…)*: the "
         "loop's masks alone, projected from the first masks along the workload's document, "
         "would exceed the budget (`$CONSTRAIN_BENCH_LOOP_BUDGET_S`, 120 s by default).",
         "",
         *_table(["workload", *[f"`{b}`" for b in backends]], rows),
+    ]
+
+
+def _phase_table(base: dict[int, dict], entries: list[dict]) -> list[str]:
+    """Milliseconds per forward pass by phase, and the share of the pass
+    beside the forward (everything else ÷ the forward)."""
+    phases = ("forward", "mask", "apply", "sample", "update", "other")
+    rows = []
+    ordered = [(batch, "(unconstrained)", "", base[batch]) for batch in sorted(base)]
+    ordered += sorted(
+        (_batch(b), b["params"]["workload"], b["params"]["backend"], b) for b in entries
+    )
+    for batch, workload, backend, entry in ordered:
+        e = entry["extra_info"]
+        per_pass = e.get("per_pass_s")
+        if not per_pass:
+            continue
+        name = workload if not backend else f"`{workload}`"
+        rows.append(
+            [str(batch), name, f"`{backend}`" if backend else "—"]
+            + [f"{per_pass[p] * 1e3:.2f}" for p in phases]
+            + [f"{e['share']:.1%}"]
+        )
+    if not rows:
+        return []
+    return [
+        "Per forward pass (ms, median over the rounds), and the share of the pass beside the "
+        "forward (the loop's own work and the constraint's, ÷ the forward's time):",
+        "",
+        *_table(["batch", "workload", "backend", *phases, "beside the forward"], rows),
     ]
 
 

@@ -155,3 +155,10 @@ def loop_budget_s() -> float:
 def quick() -> bool:
     """Whether ``$CONSTRAIN_BENCH_QUICK`` asks for the short run."""
     return os.environ.get("CONSTRAIN_BENCH_QUICK", "") not in ("", "0")
+
+
+def loop_model() -> str:
+    """``$CONSTRAIN_BENCH_LOOP_MODEL``, else ``tiny``: the model of the
+    end-to-end stage, the embedded ``tiny_model`` or a key of
+    ``constrain_api.decoding.MODEL_SHAPES`` (random weights, that shape)."""
+    return os.environ.get("CONSTRAIN_BENCH_LOOP_MODEL", "tiny")

@@ -25,9 +25,17 @@ def test_quick_run_writes_a_report_with_every_selected_backend(tmp_path):
     bench = json.loads((out / "raw" / "bench.json").read_text())
     names = {b["name"] for b in bench["benchmarks"]}
     # every selected backend measured on the regex workload and the grammar
-    for test in ("test_compile", "test_mask_step", "test_loop"):
+    for test in ("test_compile", "test_mask_step"):
         assert f"{test}[small-naive-koo-iso-date-time]" in names
         assert f"{test}[small-fsm-koo-iso-date-time]" in names
+    for batch in (1, 4):  # the loop at batch 1 and 4 (quick; 1 and 16 in full)
+        assert f"test_loop[small-naive-koo-iso-date-time-{batch}]" in names
+        assert f"test_loop[small-fsm-koo-iso-date-time-{batch}]" in names
+    loop = next(b for b in bench["benchmarks"] if b["name"].startswith("test_loop[small-fsm"))
+    info = loop["extra_info"]  # paired with the unconstrained loop, phase by phase
+    assert info["ratio_min"] <= info["ratio"] <= info["ratio_max"]
+    assert info["per_pass_s"]["forward"] > 0 and info["share"] > 0
+    assert info["model"] == "tiny" and info["device"] in ("cpu", "cuda:0")
     assert "test_compile[small-naive-domino-json]" in names
     assert "test_compile[small-fsm-domino-json]" in names
     steps = next(b for b in bench["benchmarks"] if b["name"].startswith("test_mask_step[small-fsm"))
@@ -39,7 +47,9 @@ def test_quick_run_writes_a_report_with_every_selected_backend(tmp_path):
         line for line in text.splitlines() if line.startswith("| `domino-json` |") and "/" in line
     ]
     assert row.count("(rejected the document at step 0)") == 1
-    assert "End to end" in text and "×)" in text
+    assert "End to end" in text and "×, " in text
+    assert "batch 1 (ratio" in text and "batch 4 (ratio" in text
+    assert "| 4 | `koo-iso-date-time` | `fsm` |" in text  # the phases per forward pass
     assert (out / "scaling_constraint.png").stat().st_size > 1000
     # the report can be written again from the raw results alone
     (out / "REPORT.md").unlink()
@@ -86,15 +96,17 @@ def test_a_loop_projected_past_its_budget_is_skipped_and_the_report_says_why(tmp
     assert _quick_small_run(out, ["naive"], select) == 0
     bench = json.loads((out / "raw" / "bench.json").read_text())
     names = {b["name"] for b in bench["benchmarks"]}
-    assert "test_loop_unconstrained[small]" in names
+    assert {"test_loop_unconstrained[small-1]", "test_loop_unconstrained[small-4]"} <= names
     assert not any(n.startswith("test_loop[") for n in names)
-    [row] = [
+    rows = [
         line
         for line in (out / "REPORT.md").read_text().splitlines()
         if line.startswith("| `koo-iso-date-time` |") and "per mask" in line
     ]
-    assert "skipped (" in row and "s per mask, projected" in row and "> 0 s)" in row
-    assert not re.search(r"\d[eE][+-]\d", row)  # durations written out, not in exponent form
+    assert len(rows) == 2  # one table per batch
+    for row in rows:
+        assert "skipped (" in row and "s per mask, projected" in row and "> 0 s)" in row
+        assert not re.search(r"\d[eE][+-]\d", row)  # durations written out, not as exponents
 
 
 def test_durations_in_skip_reasons_are_written_out():

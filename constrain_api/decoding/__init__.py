@@ -10,7 +10,7 @@ compiled constraint into ``transformers``' own ``generate``.
 """
 
 from .decoders import Decoder, Sampling, argmax, beam, beam_sample, sample
-from .hf import HFCausalLM, from_pretrained, tiny_model
+from .hf import MODEL_SHAPES, HFCausalLM, from_pretrained, random_model, tiny_model
 from .loop import generate
 from .model import CausalLM
 from .processor import ConstrainedLogitsProcessor
@@ -19,6 +19,7 @@ from .scripted import ScriptedLM
 
 __all__ = [
     "FINISH_REASONS",
+    "MODEL_SHAPES",
     "CausalLM",
     "ConstrainedLogitsProcessor",
     "Decoder",
@@ -33,6 +34,7 @@ __all__ = [
     "beam_sample",
     "from_pretrained",
     "generate",
+    "random_model",
     "sample",
     "tiny_model",
 ]

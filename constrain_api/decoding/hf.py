@@ -1,4 +1,5 @@
-"""``transformers`` causal LMs as the loop's ``CausalLM``, and ``tiny_model``.
+"""``transformers`` causal LMs as the loop's ``CausalLM``; ``tiny_model`` and
+``random_model`` (random weights, a published model's shapes).
 
 ``HFCausalLM`` passes the loop's attention mask over cache slots and its
 position ids straight to the model, so right padding and masked-out draft
@@ -9,7 +10,7 @@ padding in ``transformers``' ``generate``).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from transformers import AutoModelForCausalLM, DynamicCache, LlamaConfig, LlamaForCausalLM
@@ -82,14 +83,66 @@ def tiny_model(
     real models pad theirs; the loop never picks the padding rows. Weights
     depend only on ``seed`` (the global RNG is left untouched).
     """
+    shape = ModelShape(hidden_size, hidden_size * 2, layers, heads, heads)
+    return _random_llama(vocab, shape, seed, device, dtype)
+
+
+class ModelShape(NamedTuple):
+    """A Llama's sizes: what its forward pass costs, not what it knows."""
+
+    hidden_size: int
+    intermediate_size: int
+    layers: int
+    heads: int
+    kv_heads: int
+
+
+#: Published models' shapes (their ``config.json``), for :func:`random_model`.
+MODEL_SHAPES: dict[str, ModelShape] = {
+    "llama-3.2-1b": ModelShape(2048, 8192, 16, 32, 8),
+    "llama-3.2-3b": ModelShape(3072, 8192, 28, 24, 8),
+    "llama-3.1-8b": ModelShape(4096, 14336, 32, 32, 8),
+}
+
+
+def random_model(
+    vocab: Any,
+    shape: str,
+    *,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | None = None,
+) -> HFCausalLM:
+    """A random-weight Llama with a published model's shapes (``shape``, a
+    key of :data:`MODEL_SHAPES`) and ``vocab``'s size: a forward pass costs
+    what the real model's does, so the loop's overhead can be measured
+    against it without downloading weights. Built on ``device`` (CUDA when
+    present), in ``dtype`` (bfloat16 on CUDA, float32 on CPU, by default);
+    the head is its own matrix (as in ``tiny_model``), not tied to the
+    embedding. ``KeyError`` names the known shapes."""
+    if shape not in MODEL_SHAPES:
+        raise KeyError(f"unknown model shape {shape!r}: one of {', '.join(MODEL_SHAPES)}")
+    device = torch.device(device) if device is not None else _default_device()
+    if dtype is None:
+        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    return _random_llama(vocab, MODEL_SHAPES[shape], seed, device, dtype)
+
+
+def _random_llama(
+    vocab: Any,
+    shape: ModelShape,
+    seed: int,
+    device: str | torch.device | None,
+    dtype: torch.dtype,
+) -> HFCausalLM:
     width = -(-vocab.size // 64) * 64
     config = LlamaConfig(
         vocab_size=width,
-        hidden_size=hidden_size,
-        intermediate_size=hidden_size * 2,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=heads,
+        hidden_size=shape.hidden_size,
+        intermediate_size=shape.intermediate_size,
+        num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        num_key_value_heads=shape.kv_heads,
         max_position_embeddings=4096,
         eos_token_id=vocab.eos_id,
         tie_word_embeddings=False,
@@ -97,14 +150,18 @@ def tiny_model(
         # pad queries) the logits of unpadded ones, on CPU and CUDA; and is faster.
         attn_implementation="sdpa",
     )
-    with torch.random.fork_rng(devices=[]):
+    device = torch.device(device) if device is not None else _default_device()
+    # made where it runs (a billion weights initialized on the GPU, not copied
+    # there), from a seed, leaving the global generators as they were
+    forked = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=forked), torch.device(device):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
     # Random init gives near-uniform logits; sharpen them so a random model has
     # preferences (long runs, repetitions), as trained models do.
     with torch.no_grad():
         model.lm_head.weight.mul_(8.0)
-    return HFCausalLM(model.to(device=device or _default_device(), dtype=dtype))
+    return HFCausalLM(model.to(dtype=dtype))
 
 
 def from_pretrained(

@@ -67,6 +67,27 @@ def test_global_rng_is_untouched(vocab):
     assert torch.equal(torch.rand(3), expected)
 
 
+def test_a_random_model_has_the_published_shapes():
+    """``random_model(vocab, "llama-3.2-1b")`` costs what Llama-3.2-1B costs:
+    with the Llama-3 vocabulary's size it has the published model's
+    1,235,814,400 weights besides its own head (a matrix of its own, not the
+    embedding tied). Built on the meta device: shapes, no memory."""
+    from types import SimpleNamespace
+
+    from constrain_api.decoding import MODEL_SHAPES, random_model
+
+    llama3 = SimpleNamespace(size=128_256, eos_id=128_001)
+    lm = random_model(llama3, "llama-3.2-1b", device="meta")
+    weights = sum(p.numel() for p in lm.model.parameters())
+    head = lm.model.lm_head.weight.numel()
+    assert lm.width == 128_256 and head == 128_256 * 2048
+    assert weights - head == 1_235_814_400
+    assert lm.model.config.num_key_value_heads == 8 and lm.model.dtype == torch.float32
+    assert set(MODEL_SHAPES) >= {"llama-3.2-1b", "llama-3.1-8b"}
+    with pytest.raises(KeyError, match=r"llama-3\.2-1b"):
+        random_model(llama3, "gpt-5")
+
+
 def test_width_can_be_narrowed_but_not_widened(model):
     narrow = HFCausalLM(model.model, width=400)
     logits = _full(narrow, [5, 6])
