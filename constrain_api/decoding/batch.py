@@ -68,6 +68,7 @@ class Batch:
         self.cache = None
         self.attn = torch.zeros((len(rows), 0), dtype=torch.long, device=self.device)
         self.chunk_start = 0  # first cache slot of the last forward pass
+        self._timer: _ForwardTimer | None = None
         self.seen = self.counts = None
         self.params = params
         if params.penalized:
@@ -80,7 +81,9 @@ class Batch:
 
     def forward(self, chunks: list[list[int]], rec: StepRecord) -> torch.Tensor:
         """Feed row ``i`` the tokens ``chunks[i]`` (right-padded) in one pass;
-        the logits for every fed position."""
+        the logits for every fed position. On a GPU the pass is queued, not
+        waited for: the caller fills masks while it runs, and the first read
+        of a result waits (:meth:`time_forward` then records its time)."""
         width = max(map(len, chunks))
         ids = np.zeros((len(chunks), width), dtype=np.int64)
         attn = np.zeros((len(chunks), width), dtype=np.int64)
@@ -92,17 +95,21 @@ class Batch:
             pos[i] = row.length + np.minimum(np.arange(width), n - 1)
         dev = self.device
         self.attn = torch.cat([self.attn, torch.from_numpy(attn).to(dev)], dim=1)
-        t0 = time.perf_counter()
+        self._timer = _ForwardTimer(dev)
         logits, self.cache = self.model.forward(
             torch.from_numpy(ids).to(dev), self.attn, torch.from_numpy(pos).to(dev), self.cache
         )
-        sync(dev)
-        rec.forward = time.perf_counter() - t0
+        self._timer.stop()
         self.chunk_start = self.attn.shape[1] - width
         for row in self.rows:
             row.length += len(row.pending)  # draft slots count once verified
             row.skip = False
         return logits
+
+    def time_forward(self, rec: StepRecord) -> None:
+        """``rec.forward``: the last pass's time (on a GPU, between CUDA
+        events around it, waiting for the pass if nothing has yet)."""
+        rec.forward = self._timer.seconds()
 
     def hide_slots(self, index: int, start: int, stop: int) -> None:
         """Mask cache slots ``start:stop`` of row ``index`` out of attention."""
@@ -130,7 +137,30 @@ class Batch:
             self.counts = self.counts.index_select(0, index)
 
 
-def sync(device: torch.device) -> None:
-    """Wait for queued device work, so phase timings are honest on CUDA."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+class _ForwardTimer:
+    """Times one forward pass: CUDA events on a GPU (the pass runs while the
+    CPU goes on), the wall clock around the call on a CPU (where it is the
+    pass)."""
+
+    def __init__(self, device: torch.device):
+        self._events = None
+        if device.type == "cuda":
+            self._events = (
+                torch.cuda.Event(enable_timing=True),
+                torch.cuda.Event(enable_timing=True),
+            )
+            self._events[0].record()
+        self._start, self._seconds = time.perf_counter(), 0.0
+
+    def stop(self) -> None:
+        if self._events is not None:
+            self._events[1].record()
+        else:
+            self._seconds = time.perf_counter() - self._start
+
+    def seconds(self) -> float:
+        if self._events is None:
+            return self._seconds
+        start, end = self._events
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from ..masks import apply_bitmask_
-from .batch import Row, sync
+from .batch import Row
 from .decoders import apply_penalties_, gumbel_rows, shape
 from .masking import NOTHING, fill_positions, sole_tokens
 from .results import Generation, StepRecord
@@ -54,8 +54,7 @@ class BeamStep:
         rec.sample += time.perf_counter() - t0
         if loop.constrained:
             t0 = time.perf_counter()
-            apply_bitmask_(x, bitmask, vocab_size=loop.vocab.size)
-            sync(dev)
+            apply_bitmask_(x, bitmask, vocab_size=loop.vocab.size)  # (queued on a GPU)
             rec.apply += time.perf_counter() - t0
         else:
             x = raw

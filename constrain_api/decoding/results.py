@@ -55,7 +55,10 @@ class StepRecord:
     ``rows``: sequences fed to the model; ``fed``: tokens fed (prompt,
     pending, drafts); ``forward``/``mask``/``apply``/``sample``/``update``:
     model forward pass, filling bitmasks on the CPU, applying them on the
-    device, choosing tokens, advancing checkers. ``interventions``: picks the
+    device, choosing tokens, advancing checkers. On a GPU the forward is
+    the device's time (CUDA events) and runs while the CPU fills the masks;
+    the other phases are the CPU's, ``sample`` including the wait for the
+    picks (the one read back). ``interventions``: picks the
     mask changed; ``forced``: tokens appended without a choice; ``drafted``/
     ``accepted``: speculative draft tokens fed and kept.
     """

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ..masks import apply_bitmask_
-from .batch import Row, sync
+from .batch import Row
 from .decoders import apply_penalties_, gumbel_rows, shape
 from .masking import NOTHING, SEVERAL, fill_positions, sole_tokens
 from .results import StepRecord
@@ -81,8 +81,7 @@ class SampleStep:
         else:
             t0 = time.perf_counter()
             selected = bitmask[torch.tensor(flat)] if len(flat) < len(where) else bitmask
-            apply_bitmask_(x, selected, vocab_size=loop.vocab.size)
-            sync(dev)
+            apply_bitmask_(x, selected, vocab_size=loop.vocab.size)  # (queued on a GPU)
             rec.apply += time.perf_counter() - t0
             t0 = time.perf_counter()
             shaped = shape(x, loop.decoder, params)

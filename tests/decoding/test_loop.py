@@ -339,6 +339,20 @@ def test_opportunistic_builds_no_mask_for_a_willing_model(vocab):
     assert counting.fills > 0
 
 
+def test_every_step_records_its_forward_pass_and_the_phases_fit_the_wall_time(
+    vocab, model, compiled
+):
+    """The forward is timed after the step (on a GPU from CUDA events, as the
+    pass runs while the masks are filled): each step has its time, and the
+    phases together never exceed the call's wall time."""
+    from constrain_api.decoding.results import TIMED
+
+    result = generate(model, vocab, [[vocab.eos_id]] * 2, compiled["regex"], argmax())
+    assert result.steps and all(step.forward > 0 for step in result.steps)
+    totals = result.totals()
+    assert 0 < sum(totals[phase] for phase in TIMED) <= result.seconds
+
+
 class Drafting:
     """A checker that proposes drafts from a script, delegating the rest."""
 
