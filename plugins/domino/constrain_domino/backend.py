@@ -307,18 +307,23 @@ class DominoCompiled(BaseCompiled):
         and parser state (the top of its stack), not the whole stack."""
         return frozenset((stack[-1], t, q) for stack, t, q in state)
 
-    def learn(self, state: State, token_id: int) -> None:
-        """Count ``token_id`` as accepted in ``state``."""
+    def _context_of(self, state: State) -> frozenset:
+        """:meth:`context`, memoized per state (bounded)."""
         key = self._contexts.get(state)
         if key is None:
             key = _remember(self._contexts, state, self.context(state))
+        return key
+
+    def learn(self, state: State, token_id: int) -> None:
+        """Count ``token_id`` as accepted in ``state``."""
+        key = self._context_of(state)
         with self._lock:
             counts = self._counts.setdefault(key, {})
             counts[token_id] = counts.get(token_id, 0) + 1
 
     def likeliest(self, state: State) -> int | None:
         """The token accepted most often in this context so far (``None``: never seen)."""
-        counts = self._counts.get(self.context(state))
+        counts = self._counts.get(self._context_of(state))
         return max(counts, key=counts.__getitem__) if counts else None
 
     # -- masks ---------------------------------------------------------------------
