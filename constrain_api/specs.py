@@ -28,6 +28,7 @@ import lark as _lark
 from lark.exceptions import LarkError, UnexpectedInput, UnexpectedToken
 from lark.load_grammar import load_grammar as _load_grammar
 
+from . import lark_imports as _lark_imports
 from . import where as _where
 from .caching import core_cache
 from .errors import ConstraintError
@@ -180,7 +181,16 @@ def _locate_symbol(text: str, message: str) -> str | None:
 
 @functools.lru_cache(maxsize=64)
 def _loaded_grammar(text: str) -> Any:
-    """lark's loaded grammar of ``text`` (lark's exceptions propagate); cached."""
+    """lark's loaded grammar of ``text`` (lark's exceptions propagate); cached.
+    A bundled grammar it imports from is given to lark trimmed to what the
+    imports need (``lark_imports``); should that load fail, lark's own load
+    of the whole files decides."""
+    trimmed = _lark_imports.loader(text)
+    if trimmed is not None:
+        try:
+            return _load_grammar(text, "<string>", [trimmed], False)[0]
+        except Exception:  # (the error to report is lark's own, below)
+            pass
     grammar, _ = _load_grammar(text, "<string>", [], False)
     return grammar
 
