@@ -309,7 +309,6 @@ def _loop_info(benchmark, results, model, batch: int) -> None:
         passes=_median(t["forward_passes"] for t in totals),
         per_pass_s={p: _median(ph[p] for ph in phases) for p in phases[0] if p != "share"},
         share=_median(ph["share"] for ph in phases),
-        **{f"{p}_s": _median(t[p] for t in totals) for p in ("forward", "mask")},
     )
 
 
