@@ -162,12 +162,19 @@ def pack_groups(
     group_ids: np.ndarray,
     num_groups: int,
     words: int,
+    base_set: int,
+    base: np.ndarray,
 ) -> np.ndarray:
     """Packed rows, one per group: token ``tokens[i]`` (in local set
     ``token_set[i]``) belongs to groups ``group_ids[group_ptr[s]:group_ptr[s + 1]]``;
     so do the tokens of the trie nodes ``skips[i] .. skips[i + 1] - 1``
-    for local set ``s = skips[i + 2]``."""
+    for local set ``s = skips[i + 2]``. The groups of local set
+    ``base_set`` (``-1``: none) start as the packed row ``base``, which
+    holds the tokens of that set's slices (they are not unpacked again)."""
     out = np.zeros((num_groups, words), dtype=np.uint32)
+    if base_set >= 0:
+        for g in range(group_ptr[base_set], group_ptr[base_set + 1]):
+            out[group_ids[g], :] = base
     for i in range(tokens.size):
         t = tokens[i]
         s = token_set[i]
@@ -176,6 +183,8 @@ def pack_groups(
             out[group_ids[g], t >> 5] |= bit
     for i in range(0, skips.size, 3):
         s = skips[i + 2]
+        if s == base_set:
+            continue
         for g in range(group_ptr[s], group_ptr[s + 1]):
             row = out[group_ids[g]]
             for j in range(token_offsets[skips[i]], token_offsets[skips[i + 1]]):
@@ -232,5 +241,8 @@ def warm_up() -> None:
         runs[:n_runs], skips[:n_skips], offsets, frozen(i32(0)), frozen(i32(1)), node_set, 1,
         tokens, local,
     )  # fmt: skip
-    pack_groups(tokens, local, skips[:n_skips], offsets, frozen(i32(0)), i32(0, 1), i32(0), 1, 1)
+    pack_groups(
+        tokens, local, skips[:n_skips], offsets, frozen(i32(0)), i32(0, 1), i32(0), 1, 1, 0,
+        frozen(np.zeros(1, dtype=np.uint32)),
+    )  # fmt: skip
     plain_nodes(parent, edge, frozen(np.zeros((1, 256), dtype=np.int32)), flags(True), 0)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from constrain_api import ByteDFA, Vocabulary, bitmask_words
+from constrain_api import ByteDFA, Vocabulary, bitmask_words, pack_row
 
 from . import kernels
 from .scanner import BOUNDARY, ScannerGrammar
@@ -97,7 +97,12 @@ class VocabTrie:
         impure = np.where(self.plain, 0, np.diff(self.token_offsets))
         below = np.concatenate(([0], np.cumsum(impure)))
         self.mixed = below[self.subtree_end] > below[:-1]
-        for a in (self.token_node, self.parent, self.plain, self.mixed):
+        # the plain tokens (not the empty one): from a set that absorbs plain
+        # strings, every one of them ends in that set
+        plain_token = np.zeros(self.size, dtype=np.bool_)
+        plain_token[self.token_ids[self.plain[self.token_node] & (self.token_node != 0)]] = True
+        self.plain_tokens = pack_row(plain_token).view(np.uint32)
+        for a in (self.token_node, self.parent, self.plain, self.mixed, self.plain_tokens):
             a.flags.writeable = False  # like the trie's own arrays
         self._scratch = threading.local()
         kernels.warm_up()
@@ -154,6 +159,10 @@ class TreeBuilder:
         # bytes starting the same terminals in the same states share a class
         firsts: dict[tuple, int] = {}
         self._first_class = [firsts.setdefault(tuple(f), len(firsts)) for f in grammar.first]
+        #: the bytes where the class of the terminals a byte starts changes
+        self._first_cuts = [
+            b for b in range(1, 256) if self._first_class[b] != self._first_class[b - 1]
+        ]
         self._reset()
 
     def _reset(self) -> None:
@@ -238,22 +247,36 @@ class TreeBuilder:
                     row[lo : hi + 1] = nxt
                 self.absorbing[sid] = self.slices and self._absorbs(t, q)
                 return
+        # byte classes: the pieces of the byte line that every element's
+        # row, and the terminals a byte starts, cut it into (each piece's
+        # first byte stands for it; pieces alike share one step)
+        rows, runs_of, accept = g.rows, g.runs_of, g.accept
+        cuts = {0, 256}
         columns = []
         starts = False
         for _node, t, q, _own in elements:
             if t < 0:
                 starts = True
-            else:
-                columns.append(g.rows[t][q])
-                starts = starts or g.accept[t][q]
+                continue
+            for lo, hi, _ in runs_of[t](q):
+                cuts.add(lo)
+                cuts.add(hi + 1)
+            columns.append(rows[t][q])
+            starts = starts or accept[t][q]
         if starts:
+            cuts.update(self._first_cuts)
             columns.append(self._first_class)
-        # each byte's signature; the last byte of each signature stands for its class
-        signatures = columns[0] if len(columns) == 1 else list(zip(*columns, strict=True))
-        last = dict(zip(signatures, range(256), strict=True))
-        step = {byte: self._step(sid, byte) for byte in last.values()}
-        row = list(map(step.__getitem__, map(last.__getitem__, signatures)))
-        self.steps[sid] = row  # after the steps: interning may grow the table
+        points = sorted(cuts)
+        step: dict[tuple, int] = {}
+        targets = []
+        for lo in points[:-1]:
+            signature = tuple([column[lo] for column in columns])
+            nxt = step.get(signature)
+            if nxt is None:
+                nxt = step[signature] = self._step(sid, lo)
+            targets.append(nxt)
+        # after the steps: interning may grow the table
+        self.steps[sid] = np.repeat(np.array(targets, dtype=np.int32), np.diff(points))
 
     def _absorbs(self, t: int, q: int) -> bool:
         """Whether every plain string read from state ``q`` of terminal
@@ -314,24 +337,32 @@ class TreeBuilder:
             if not n_pending:
                 break
             los, lo_sets = pending[:n_pending].copy(), pending_sets[:n_pending].copy()
-            for sid in np.unique(lo_sets).tolist():
+            for sid in sorted(set(lo_sets.tolist())):
                 self._step_all(sid)
         n_tokens, set_ids = kernels.gather_tokens(
             runs[:n_runs], skips[:n_skips], trie.token_offsets, trie.token_ids, trie.token_node,
             node_set, len(self.sets), tokens, local,
         )  # fmt: skip
-        tree = self._tree(tokens[:n_tokens], local[:n_tokens], skips[:n_skips], set_ids)
+        # a start set that absorbs plain strings holds every plain token
+        base = int(np.flatnonzero(set_ids == start)[0]) if self.absorbing[start] else -1
+        tree = self._tree(tokens[:n_tokens], local[:n_tokens], skips[:n_skips], set_ids, base)
         offsets = trie.token_offsets
         tree.sliced = int((offsets[skips[1:n_skips:3]] - offsets[skips[0:n_skips:3]]).sum())
         return tree
 
     def _tree(
-        self, tokens: np.ndarray, local: np.ndarray, skips: np.ndarray, set_ids: np.ndarray
+        self,
+        tokens: np.ndarray,
+        local: np.ndarray,
+        skips: np.ndarray,
+        set_ids: np.ndarray,
+        base: int = -1,
     ) -> SubterminalTree:
         """Group the live tokens (``local``: each one's index into the walk
         sets ``set_ids``; ``skips``: slices of the trie and theirs) by (path
         node, terminal ended in, free?) and keep the path nodes with tokens
-        at or below them."""
+        at or below them. ``base``: the index of a set holding every plain
+        token (its slices are not unpacked), or ``-1``."""
         ignore = self.grammar.ignore
         groups: dict[tuple[int, int], int] = {}  # (path node, terminal or -1 if free) -> row
         ptr, members = [0], []
@@ -353,6 +384,8 @@ class TreeBuilder:
             np.asarray(members, dtype=np.int32),
             len(groups),
             trie.words,
+            base,
+            trie.plain_tokens,
         ).view(np.int32)
         rows.flags.writeable = False
         # the path nodes of the groups and their ancestors, renumbered from the root

@@ -449,19 +449,23 @@ def test_slices_change_no_tree(vocab):
 
 def test_plain_tokens_and_mixed_subtrees(vocab):
     """``plain``: a trie node's bytes are whole characters a JSON string
-    holds unescaped; ``mixed``: a node's subtree has a token that is not."""
+    holds unescaped; ``mixed``: a node's subtree has a token that is not;
+    ``plain_tokens``: the packed row of the tokens that are plain (not
+    the empty one)."""
     from constrain_domino import VocabTrie
 
     trie = VocabTrie(vocab)
+    plain_row = ca.bitmask_to_bool(trie.plain_tokens.view(np.int32)[None], vocab.size)[0]
     for token_id in range(vocab.size):
         data = vocab.token_bytes(token_id)
-        if not data:
-            continue
         try:
             text = data.decode("utf-8")
-            plain = not any(c in '"\\' or ord(c) < 0x20 for c in text)
+            plain = bool(data) and not any(c in '"\\' or ord(c) < 0x20 for c in text)
         except UnicodeDecodeError:
             plain = False
+        assert bool(plain_row[token_id]) == (plain and token_id in trie.token_ids), data
+        if not data:
+            continue
         for j in np.flatnonzero(trie.token_ids == token_id):
             node = int(trie.token_node[j])
             assert bool(trie.plain[node]) == plain, data
