@@ -49,15 +49,13 @@ class ScannerGrammar:
         self.index = {name: i for i, name in enumerate(self.names)}
         self.follows, self.initial = _adjacency(self)
         #: per byte, the terminals that byte can start and their state after it
-        live = [t for t in range(len(self.names)) if self.dfas[t].num_states]
-        self.first: list[list[tuple[int, int]]] = [
-            [
-                (t, self.rows[t][self.starts[t]][b])
-                for t in live
-                if self.rows[t][self.starts[t]][b] >= 0
-            ]
-            for b in range(256)
-        ]
+        #: (from each terminal's start row's runs: most are a byte or two)
+        self.first: list[list[tuple[int, int]]] = [[] for _ in range(256)]
+        for t, dfa in enumerate(self.dfas):
+            if dfa.num_states and self.starts[t] >= 0:
+                for lo, hi, q in self.runs_of[t](self.starts[t]):
+                    for b in range(lo, hi + 1):
+                        self.first[b].append((t, q))
 
     @property
     def positions(self) -> list[tuple[int, int]]:
