@@ -138,6 +138,8 @@ __all__ = [
 #: The largest Unicode code point.
 MAX_CODE_POINT = 0x10FFFF
 _SUR_LO, _SUR_HI = 0xD800, 0xDFFF
+#: a surrogate code point (no UTF-8 encoding)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _BACKEND = "automata"
 
 
@@ -259,7 +261,7 @@ class Literal:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text:
             raise ValueError("Literal needs a non-empty string")
-        if any(_SUR_LO <= ord(c) <= _SUR_HI for c in self.text):
+        if _SURROGATE.search(self.text):
             raise ValueError("Literal text contains a surrogate (no UTF-8 encoding)")
 
 
@@ -370,17 +372,30 @@ Node: TypeAlias = CharSet | Literal | Seq | Alt | Repeat | Empty | Intersect | D
 def seq(*parts: Node) -> Node:
     """Normalized concatenation: flattened, ``Empty`` dropped, literals merged."""
     out: list[Node] = []
+    run: list[Literal] = []  # the literals met last, merged when their run ends
     for part in parts:
         for p in part.parts if isinstance(part, Seq) else (part,):
-            if isinstance(p, Empty):
-                continue
-            if isinstance(p, Literal) and out and isinstance(out[-1], Literal):
-                out[-1] = Literal(out[-1].text + p.text)
-            else:
+            if isinstance(p, Literal):
+                run.append(p)
+            elif not isinstance(p, Empty):
+                if run:
+                    out.append(_merged(run))
+                    run = []
                 out.append(p)
+    if run:
+        out.append(_merged(run))
     if not out:
         return Empty()
     return out[0] if len(out) == 1 else Seq(tuple(out))
+
+
+def _merged(run: list[Literal]) -> Literal:
+    """One ``Literal`` of a run of literals (their texts are checked already)."""
+    if len(run) == 1:
+        return run[0]
+    merged = object.__new__(Literal)
+    object.__setattr__(merged, "text", "".join(p.text for p in run))
+    return merged
 
 
 def alt(*options: Node) -> Node:

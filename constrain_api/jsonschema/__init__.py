@@ -98,15 +98,16 @@ def _lowered(spec: JsonSchema) -> Rx | dict[str, Expr]:
     index = index_schema(spec.schema)
     root = rewrite_refs(index)
     with integers_with_zero_fraction(not _draft_3_or_4(spec.schema)):
+        regular = Lowerer(index, root, options, grammar=False)
         try:
-            lowerer = Lowerer(index, root, options, grammar=False)
-            expr = lowerer.lower_document()
-            _refuse_nothing(expr, lowerer)
+            expr = regular.lower_document()
+            _refuse_nothing(expr, regular)
             if isinstance(expr, Rx):
                 return expr
         except NotRegular:
             pass
-        lowerer = Lowerer(index, root, options, grammar=True)
+        # the sub-schemas regex mode lowered are not lowered again
+        lowerer = Lowerer(index, root, options, grammar=True, known=regular.reusable())
         start = lowerer.lower_document()
         _refuse_nothing(start, lowerer)
     return {"start": start, **lowerer.rules}

@@ -92,10 +92,14 @@ def _compose(rx: Rx) -> Node:
 class Cat:
     parts: tuple[Expr, ...]
 
+    _size: int | None = field(default=None, init=False, repr=False, compare=False)
+
 
 @dataclass(frozen=True, slots=True)
 class Or:
     options: tuple[Expr, ...]
+
+    _size: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +107,8 @@ class Rep:
     item: Expr
     min: int
     max: int | None
+
+    _size: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +142,7 @@ def has_opaque(text: str) -> bool:
 EMPTY = Rx("", True, node=Empty())
 #: Matches nothing: an empty class (portable: Python ``re`` and the automata).
 NOTHING = Rx("[^\\x00-\\U0010ffff]")
+_NOTHING_TEXT = NOTHING.text
 
 
 def is_nothing(e: Expr) -> bool:
@@ -148,10 +155,11 @@ def cat(*parts: Expr) -> Expr:
     for p in parts:
         items = p.parts if isinstance(p, Cat) else (p,)
         for item in items:
-            if item == EMPTY:
-                continue
-            if item == NOTHING:
-                return NOTHING
+            if type(item) is Rx:  # (== EMPTY, == NOTHING, without the dataclass's __eq__)
+                if not item.text and item.nullable:
+                    continue
+                if item.text == _NOTHING_TEXT and not item.nullable:
+                    return NOTHING
             if out and isinstance(item, Rx) and isinstance(out[-1], Rx):
                 prev = out[-1]
                 head = prev.recipe[1:] if _is_seq(prev) else (prev,)
@@ -230,16 +238,22 @@ def separated(item: Expr, sep: Expr, lo: int, hi: int | None) -> Expr:
 
 
 def size(e: Expr) -> int:
-    """Characters of regex text in ``e`` (a bound on the work it causes)."""
+    """Characters of regex text in ``e`` (a bound on the work it causes;
+    kept on a composite, which the lowering sizes at every level)."""
     if isinstance(e, Rx):
         return len(e.text)
-    if isinstance(e, Cat):
-        return sum(size(p) for p in e.parts)
-    if isinstance(e, Or):
-        return sum(size(p) for p in e.options)
-    if isinstance(e, Rep):
-        return size(e.item)
-    return len(e.name)
+    if isinstance(e, Call):
+        return len(e.name)
+    n = e._size
+    if n is None:
+        if isinstance(e, Cat):
+            n = sum(size(p) for p in e.parts)
+        elif isinstance(e, Or):
+            n = sum(size(p) for p in e.options)
+        else:
+            n = size(e.item)
+        object.__setattr__(e, "_size", n)
+    return n
 
 
 # ------------------------------------------------------------ flat rules

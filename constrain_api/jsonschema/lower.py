@@ -167,6 +167,8 @@ _STRING_KEYWORDS = frozenset({"pattern", "minLength", "maxLength"})
 #: A referenced schema whose regular piece is shorter than this is inlined in
 #: grammar mode (no rule of its own).
 _INLINE_CHARS = 2000
+#: A bigger expression than this becomes a rule in grammar mode (``share``).
+_SHARE_CHARS = 4000
 #: The most listed values a schema is decided by (see ``_Lowerer._finite``).
 _MAX_FINITE = 10_000
 
@@ -174,7 +176,15 @@ _MAX_FINITE = 10_000
 class Lowerer:
     """Lower one schema document (see the module docstring for the modes)."""
 
-    def __init__(self, index: SchemaIndex, root: Any, options: Options, *, grammar: bool):
+    def __init__(
+        self,
+        index: SchemaIndex,
+        root: Any,
+        options: Options,
+        *,
+        grammar: bool,
+        known: dict[str, Expr] | None = None,
+    ):
         self.index = index
         self.root = root  # references rewritten to "#<pointer>" (see lower_json_schema)
         self.options = options
@@ -183,7 +193,7 @@ class Lowerer:
         self._names: dict[str, str] = {}
         self._active: list[str] = []
         self._recursive: set[str] = set()
-        self._memo: dict[str, Expr] = {}
+        self._memo: dict[str, Expr] = dict(known or {})
         # schemas being lowered, by content → their rule's name should they
         # recur inside themselves (a cycle through a $ref merged with its
         # siblings, which no pointer names); those that did
@@ -198,6 +208,22 @@ class Lowerer:
         self.any_value_used = False
         #: JSON pointers of the sub-schemas that admit no value, deepest first
         self.nothing_at: list[str] = []
+
+    def reusable(self) -> dict[str, Expr]:
+        """The sub-schemas lowered so far whose expression grammar mode
+        would write alike (for a grammar-mode ``Lowerer``'s ``known``): a
+        regex-mode expression is one ``Rx``, its references inlined, and
+        grammar mode inlines those too below ``_INLINE_CHARS`` and shares
+        nothing below 4,000 characters (``share``). Those that admit no
+        value are left out (grammar mode records where they are). Rules
+        are numbered as met, so the names may differ from a grammar-mode
+        lowering alone's."""
+        small = min(_INLINE_CHARS, _SHARE_CHARS)
+        return {
+            key: expr
+            for key, expr in self._memo.items()
+            if type(expr) is Rx and len(expr.text) < small and not is_nothing(expr)
+        }
 
     # -------------------------------------------------------------- entry
 
@@ -1482,7 +1508,7 @@ class Lowerer:
 
     def share(self, expr: Expr) -> Expr:
         """In grammar mode, a big expression becomes a rule (used more than once)."""
-        if not self.grammar or size(expr) < 4000 or isinstance(expr, Call):
+        if not self.grammar or size(expr) < _SHARE_CHARS or isinstance(expr, Call):
             return expr
         name = f"s{len(self.rules)}"
         self.rules[name] = expr

@@ -85,6 +85,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -230,7 +231,10 @@ def _quoted_encoded(encoded: Node, max_size: int, what: str) -> tuple[str, Node]
 
 
 def _has_surrogate(s: str) -> bool:
-    return any(0xD800 <= ord(c) <= 0xDFFF for c in s)
+    return _SURROGATE.search(s) is not None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def quote(s: str) -> str:

@@ -1224,3 +1224,83 @@ def test_unevaluated_properties_across_choices_is_refused():
     ):  # fmt: skip
         with pytest.raises(UnsupportedConstraint, match="unevaluatedProperties"):
             lower_json_schema(JsonSchema(schema))
+
+
+def test_grammar_mode_takes_the_sub_schemas_regex_mode_lowered_as_it_would_write_them(
+    monkeypatch,
+):
+    """A schema regex mode gives up on (an open object) is lowered again in
+    grammar mode, which takes the sub-schemas regex mode lowered already
+    (``Lowerer.reusable``) instead of lowering them again: each one it
+    takes is what grammar mode writes for it, a reference whose body grammar
+    mode makes a rule of (over ``_INLINE_CHARS``) is not taken, and the
+    grammar is the one a grammar-mode lowering alone gives."""
+    from constrain_api.jsonschema import _lowered, options_of
+    from constrain_api.jsonschema.ir import Call, Cat, Or, Rep, Rx
+    from constrain_api.jsonschema.lower import Lowerer, NotRegular, rewrite_refs
+    from constrain_api.jsonschema.refs import index_schema
+
+    big = {"enum": [f"value-{i:04d}" for i in range(300)]}  # a regex of ~3,900 characters
+    schema = {
+        "definitions": {"big": big, "small": {"type": "integer", "minimum": 3}},
+        "type": "object",
+        "properties": {
+            "a": {"$ref": "#/definitions/big"},
+            "b": {"$ref": "#/definitions/small"},
+            "c": {"type": "string", "maxLength": 4},
+            "d": {"type": "array", "items": {"$ref": "#/definitions/small"}},
+        },
+    }
+    spec = JsonSchema(schema)
+    index = index_schema(spec.schema)
+    root = rewrite_refs(index)
+    regular = Lowerer(index, root, options_of(spec), grammar=False)
+    with pytest.raises(NotRegular):  # (the open object: its extra members are any value)
+        regular.lower_document()
+    alone = Lowerer(index, root, options_of(spec), grammar=True)
+    alone_start = alone.lower_document()
+    known = regular.reusable()
+    assert len(known) >= 4
+    for key, expr in known.items():
+        assert alone._memo[key] == expr, key
+    assert '{"$ref": "#/definitions/big"}' not in known
+    assert isinstance(alone._memo['{"$ref": "#/definitions/big"}'], Call)
+
+    def shape(e, rules):  # the grammar with its rules inlined, but any JSON value's
+        if isinstance(e, Call):
+            inline = not e.name.startswith("json_")
+            return shape(rules[e.name], rules) if inline else ("call", e.name)
+        if isinstance(e, Rx):
+            return e.text, e.nullable
+        if isinstance(e, Cat):
+            return ("cat", *(shape(p, rules) for p in e.parts))
+        if isinstance(e, Or):
+            return ("or", *(shape(p, rules) for p in e.options))
+        assert isinstance(e, Rep)
+        return "rep", shape(e.item, rules), e.min, e.max
+
+    lowered = {False: 0, True: 0}  # sub-schemas lowered (not from the memo), by mode
+    lower_one = Lowerer._lower
+
+    def counted(self, s, where):
+        lowered[self.grammar] += 1
+        return lower_one(self, s, where)
+
+    monkeypatch.setattr(Lowerer, "_lower", counted)
+    _lowered.cache_clear()
+    rules = _lowered(spec)
+    assert isinstance(rules, dict)
+    monkeypatch.undo()
+    alone_count = {False: 0, True: 0}
+    monkeypatch.setattr(
+        Lowerer,
+        "_lower",
+        lambda self, s, where: (
+            alone_count.__setitem__(self.grammar, alone_count[self.grammar] + 1)
+            or lower_one(self, s, where)
+        ),
+    )
+    Lowerer(index, root, options_of(spec), grammar=True).lower_document()
+    assert lowered[True] <= alone_count[True] - len(known) + 1, (lowered, alone_count)
+    assert shape(rules["start"], rules) == shape(alone_start, alone.rules)
+    assert any(len(e.text) > 2000 for e in rules.values() if isinstance(e, Rx))  # the big rule
