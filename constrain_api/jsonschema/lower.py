@@ -214,7 +214,7 @@ class Lowerer:
         would write alike (for a grammar-mode ``Lowerer``'s ``known``): a
         regex-mode expression is one ``Rx``, its references inlined, and
         grammar mode inlines those too below ``_INLINE_CHARS`` and shares
-        nothing below 4,000 characters (``share``). Those that admit no
+        nothing below ``_SHARE_CHARS`` (``share``). Those that admit no
         value are left out (grammar mode records where they are). Rules
         are numbered as met, so the names may differ from a grammar-mode
         lowering alone's."""

@@ -344,7 +344,8 @@ class TreeBuilder:
             node_set, len(self.sets), tokens, local,
         )  # fmt: skip
         # a start set that absorbs plain strings holds every plain token
-        base = int(np.flatnonzero(set_ids == start)[0]) if self.absorbing[start] else -1
+        held = np.flatnonzero(set_ids == start) if self.absorbing[start] else ()
+        base = int(held[0]) if len(held) else -1
         tree = self._tree(tokens[:n_tokens], local[:n_tokens], skips[:n_skips], set_ids, base)
         offsets = trie.token_offsets
         tree.sliced = int((offsets[skips[1:n_skips:3]] - offsets[skips[0:n_skips:3]]).sum())

@@ -447,6 +447,27 @@ def test_slices_change_no_tree(vocab):
     assert sliced["open-string"] == 0, sliced
 
 
+@pytest.mark.parametrize(
+    "tokens",
+    [[b'"'], [b'"', b"\\", b'\\"', b'""', b"\\n", b'"\\']],
+    ids=["no-token-stays-inside", "escapes"],
+)
+def test_a_vocabulary_without_plain_tokens_inside_a_string(naive, tokens):
+    """Inside a string (a set that absorbs plain strings) where no token is
+    plain, and where no token at all stays inside the string: the masks
+    are still the oracle's."""
+    vocab = ca.Vocabulary([b"<eos>", *tokens], eos_ids=[0], special_ids=[0])
+    spec = ca.Grammar(SLICE_GRAMMARS["strings"].replace('"[" S ("," S)* "]"', "S"))
+    compiled, oracle = ca.get("domino").compile(spec, vocab), naive.compile(spec, vocab)
+    for doc in ('""', '"\\""', '"\\\\\\""'):
+        path = paths.longest_match(vocab, doc)
+        if path is None:  # (not spelled by these tokens)
+            continue
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, result.describe(vocab)
+    assert compiled._trees
+
+
 def test_plain_tokens_and_mixed_subtrees(vocab):
     """``plain``: a trie node's bytes are whole characters a JSON string
     holds unescaped; ``mixed``: a node's subtree has a token that is not;
