@@ -125,15 +125,16 @@ class _Rows(dict):
 
 def _adjacency(g: ScannerGrammar) -> tuple[list[frozenset[int]], frozenset[int]]:
     """Which terminals can come right after each terminal in some sentence
-    (``%ignore``d ones aside), and which can come first: the FOLLOW and FIRST
+    (``%ignore``d ones aside), and which can come first: the FIRST and FOLLOW
     sets of textbook parsing, over terminals. The subterminal trees only
     record paths these allow; the parser would reject the others anyway, and
-    without this a name terminal splits into names at every byte."""
-    terminals = set(g.names)
-    nullable: set[str] = set()
-    first: dict[str, set[str]] = {t: {t} for t in terminals}
+    without this a name terminal splits into names at every byte. The sets
+    are bitmasks over the terminals' indices while they grow."""
+    index = g.index
+    first: dict[str, int] = {name: 1 << i for name, i in index.items()}
     for lhs, _ in g.rules:
-        first.setdefault(lhs, set())
+        first.setdefault(lhs, 0)
+    nullable: set[str] = set()
     changed = True
     while changed:
         changed = False
@@ -141,27 +142,39 @@ def _adjacency(g: ScannerGrammar) -> tuple[list[frozenset[int]], frozenset[int]]
             if lhs not in nullable and all(s in nullable for s in rhs):
                 nullable.add(lhs)
                 changed = True
-            for s in rhs:
-                if not first[s] <= first[lhs]:
-                    first[lhs] |= first[s]
-                    changed = True
-                if s not in nullable:
-                    break
-    follow: dict[str, set[str]] = {s: set() for s in first}
     changed = True
     while changed:
         changed = False
         for lhs, rhs in g.rules:
-            for i, s in enumerate(rhs):
-                before = len(follow[s])
-                for later in rhs[i + 1 :]:
-                    follow[s] |= first[later]
-                    if later not in nullable:
-                        break
-                else:
-                    follow[s] |= follow[lhs]
-                changed |= len(follow[s]) != before
-    index = g.index
-    follows = [frozenset(index[u] for u in follow[name] if u in index) for name in g.names]
-    initial = frozenset(index[u] for u in first.get(g.start, ()) if u in index)
-    return follows, initial
+            bits = first[lhs]
+            for s in rhs:
+                bits |= first[s]
+                if s not in nullable:
+                    break
+            if bits != first[lhs]:
+                first[lhs] = bits
+                changed = True
+    follow = dict.fromkeys(first, 0)
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in g.rules:
+            after = follow[lhs]  # what may follow the rest of the rule, right to left
+            for s in reversed(rhs):
+                bits = follow[s] | after
+                if bits != follow[s]:
+                    follow[s] = bits
+                    changed = True
+                after = first[s] | after if s in nullable else first[s]
+    follows = [_indices(follow[name]) for name in g.names]
+    return follows, _indices(first.get(g.start, 0))
+
+
+def _indices(bits: int) -> frozenset[int]:
+    """The set bits of ``bits``."""
+    out = []
+    while bits:
+        low = bits & -bits
+        out.append(low.bit_length() - 1)
+        bits ^= low
+    return frozenset(out)

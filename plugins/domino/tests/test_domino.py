@@ -161,6 +161,42 @@ def test_name_terminals_do_not_split_into_names(vocab):
                 assert name not in children, position
 
 
+def test_terminals_that_may_follow_and_start(vocab):
+    """The scanner's FOLLOW and FIRST sets over terminals, through optional
+    parts, empty rules and recursion (``%ignore``d terminals in none)."""
+    text = r"""
+        start: A b c D | E start F
+        b: B?
+        c: C | g
+        g: G g |
+        A: "a"
+        B: "b"
+        C: "c"
+        D: "d"
+        E: "e"
+        F: "f"
+        G: "g"
+        WS: " "
+        %ignore WS
+    """
+    grammar = ca.get("domino").compile(ca.Grammar(text), vocab).grammar
+    names = grammar.names
+
+    def named(indices):
+        return {names[i] for i in indices}
+
+    follows = {names[t]: named(f) for t, f in enumerate(grammar.follows)}
+    assert follows["A"] == {"B", "C", "G", "D"}
+    assert follows["B"] == {"C", "G", "D"}
+    assert follows["C"] == {"D"}
+    assert follows["G"] == {"G", "D"}
+    assert follows["D"] == {"F"}
+    assert follows["E"] == {"A", "E"}
+    assert follows["F"] == {"F"}
+    assert named(grammar.initial) == {"A", "E"}
+    assert "WS" not in set().union(*follows.values()) | named(grammar.initial)
+
+
 def test_errors(vocab):
     domino = ca.get("domino")
     with pytest.raises(ca.UnsupportedConstraint, match="LALR"):
