@@ -1086,6 +1086,24 @@ def test_a_unicode_class_is_taken_apart_one_lead_byte_at_a_time(
     assert lazy.num_states == eager.num_states
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    ['"description":(?:true|false),"name":"[a-z]*"', "(?:abcdefgh|abcdxyz|bcdefgh)+q", "é€x𝄞y"],
+)
+def test_a_literal_is_taken_apart_as_walks_read_it(pattern: str) -> None:
+    """A literal is one term until a walk reads its first byte (its rest is
+    made then): making the automaton costs nothing per byte of a property
+    name, and the whole automaton is still the minimal one's language with
+    as many states (literals that end alike share their rests)."""
+    node = parse_regex(pattern)
+    lazy = LazyDFA(node)
+    bytes_in_literals = len(pattern.encode())
+    assert lazy.nfa_states < bytes_in_literals / 2
+    eager = ByteDFA.from_node(node)
+    assert lazy.complete().to_dfa().same_language(eager)
+    assert lazy.num_states == eager.num_states
+
+
 def test_lazy_dfa_keeps_counts_instead_of_copies() -> None:
     """A counted repetition is one term with its counts: making the automaton
     costs nothing per count, only the states a walk finds do."""

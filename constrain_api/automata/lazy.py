@@ -65,7 +65,9 @@ class TermTable:
     lock serializes their walks.
 
     A term is ``("e",)`` (the empty string), ``("r", lo, hi)`` (one byte in
-    a range), ``("s", a, b)`` (``a`` then ``b``), ``("a", ids)`` (any of),
+    a range), ``("l", data)`` (exactly these bytes, taken apart one byte at
+    a time as walks read them), ``("s", a, b)`` (``a`` then ``b``),
+    ``("a", ids)`` (any of),
     ``("k", x, m, n)`` (``x`` ``m`` to ``n`` times, ``None``: unbounded),
     ``("d", k, q)`` (state ``q`` of embedded automaton ``k``), ``("u",
     sequences)`` (any of these byte-range sequences: a character class's
@@ -158,6 +160,9 @@ class TermTable:
         op = d[0]
         if op == "r":
             f = ((d[1], d[2], _EPS),)
+        elif op == "l":
+            data = d[1]
+            f = ((data[0], data[0], self._literal(data[1:])),)
         elif op == "s":
             a, b = d[1], d[2]
             f = tuple((lo, hi, self.seq(x, b)) for lo, hi, x in self.form(a))
@@ -205,9 +210,7 @@ class TermTable:
         if t != -1:
             return t
         if isinstance(node, rx.Literal):
-            t = _EPS
-            for byte in reversed(node.text.encode()):
-                t = self.seq(self.byte_range(byte, byte), t)
+            t = self._literal(node.text.encode())
         elif isinstance(node, rx.CharSet):
             sequences = tuple(utf8_sequences(node))
             t = self._make(("u", sequences), False) if sequences else None
@@ -248,6 +251,15 @@ class TermTable:
             else:
                 form.append((lo, hi, self._make(("u", tuple(after)), False)))
         return tuple(form)
+
+    def _literal(self, data: bytes) -> int:
+        """The term of exactly ``data``: a byte, or ``("l", data)``, whose
+        rest after its first byte is made when a walk reads that byte."""
+        if not data:
+            return _EPS
+        if len(data) == 1:
+            return self.byte_range(data[0], data[0])
+        return self._make(("l", data), False)
 
     def _sequence(self, parts: list[int]) -> int:
         t = _EPS
