@@ -129,6 +129,7 @@ __all__ = [
     "Repeat",
     "Seq",
     "alt",
+    "has_surrogate",
     "parse_regex",
     "quantifier_modes",
     "repeat",
@@ -140,6 +141,13 @@ MAX_CODE_POINT = 0x10FFFF
 _SUR_LO, _SUR_HI = 0xD800, 0xDFFF
 #: a surrogate code point (no UTF-8 encoding)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point (it has no UTF-8)."""
+    return _SURROGATE.search(text) is not None
+
+
 _BACKEND = "automata"
 
 
@@ -261,7 +269,7 @@ class Literal:
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text:
             raise ValueError("Literal needs a non-empty string")
-        if _SURROGATE.search(self.text):
+        if has_surrogate(self.text):
             raise ValueError("Literal text contains a surrogate (no UTF-8 encoding)")
 
 

@@ -85,7 +85,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -102,6 +101,7 @@ from ..automata.regex import (
     Repeat,
     Seq,
     alt,
+    has_surrogate,
     is_void,
     nullable,
     repeat,
@@ -230,20 +230,13 @@ def _quoted_encoded(encoded: Node, max_size: int, what: str) -> tuple[str, Node]
     return text, seq(_QUOTE, encoded, _QUOTE)
 
 
-def _has_surrogate(s: str) -> bool:
-    return _SURROGATE.search(s) is not None
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def quote(s: str) -> str:
     """The regex of exactly ``json.dumps(s, ensure_ascii=False)``.
 
     A string with a lone surrogate has no UTF-8 (so no canonical) spelling:
     ``NOTHING_TEXT``.
     """
-    if _has_surrogate(s):
+    if has_surrogate(s):
         return NOTHING_TEXT
     return to_regex(Literal(json.dumps(s, ensure_ascii=False)))
 
@@ -314,7 +307,7 @@ def _string_not_in(excluded: frozenset[str], max_size: int) -> tuple[str, Node]:
     member names are met by each of the lowering's two passes)."""
     root: dict = {}
     for s in excluded:
-        if _has_surrogate(s):
+        if has_surrogate(s):
             continue  # no canonical spelling: excluded anyway
         node = root
         for ch in s:
