@@ -107,7 +107,14 @@ def _lowered(spec: JsonSchema) -> Rx | dict[str, Expr]:
         except NotRegular:
             pass
         # the sub-schemas regex mode lowered are not lowered again
-        lowerer = Lowerer(index, root, options, grammar=True, known=regular.reusable())
+        lowerer = Lowerer(
+            index,
+            root,
+            options,
+            grammar=True,
+            known=regular.reusable(),
+            strings_not_in=regular.strings_not_in,
+        )
         start = lowerer.lower_document()
         _refuse_nothing(start, lowerer)
     return {"start": start, **lowerer.rules}

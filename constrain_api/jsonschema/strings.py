@@ -301,10 +301,10 @@ def string_not_in_piece(excluded: Iterable[str], *, max_size: int = 20000) -> tu
     return _string_not_in(excluded, max_size)
 
 
-@functools.lru_cache(maxsize=256)
 def _string_not_in(excluded: frozenset[str], max_size: int) -> tuple[str, Node]:
-    """:func:`string_not_in_piece` of a checked set (cached: an object's other
-    member names are met by each of the lowering's two passes)."""
+    """:func:`string_not_in_piece` of a checked set (not cached here: the
+    JSON Schema lowering keeps the pieces of one schema, see
+    ``Lowerer.strings_not_in``)."""
     root: dict = {}
     for s in excluded:
         if has_surrogate(s):
