@@ -124,6 +124,7 @@ __all__ = [
 
 _BACKEND = "json_schema"
 _VOID = CharSet(())
+_EMPTY = Empty()
 _ANY = CharSet.any()
 _SIGMA_STAR = Repeat(_ANY, 0, None)
 _QUOTE = Literal('"')
@@ -438,17 +439,50 @@ def _not_in(trie: dict, gather_wide: bool = True) -> tuple[Node, Node, Node, Nod
     """
     kids = tuple(sorted(c for c in trie if c is not None))
     here, here_path, wide_path = _leaving(kids, gather_wide)
-    heads = (here, here_path, wide_path, _VOID if None in trie else Empty())
-    # (void pieces are the empty class, ``alt`` of no option: left out as
-    # they come, no deeper test needed)
-    lists: list[list[Node]] = [[] if _is_empty_class(h) else [h] for h in heads]
-    for c in kids:
-        lit = _spelled_char(c)
-        for options, rest in zip(lists, _not_in(trie[c], gather_wide), strict=True):
-            if not _is_empty_class(rest):
-                options.append(seq(lit, rest))
-    diverge, paths, wide_paths, ends = (_alt_distinct(options) for options in lists)
-    return diverge, paths, wide_paths, ends
+    # (a void piece is ``_VOID`` itself, as ``_alt_distinct`` and ``_leaving``
+    # return it, except a class of no character: left out as it comes)
+    diverge = [] if _is_empty_class(here) else [here]
+    paths = [] if here_path is _VOID else [here_path]
+    ends = [] if None in trie else [_EMPTY]
+    rests = [(_spelled_char(c), _not_in(trie[c], gather_wide)) for c in kids]
+    for lit, (d, p, _, e) in rests:
+        if d is not _VOID:
+            diverge.append(_prefixed(lit, d))
+        if p is not _VOID:
+            paths.append(_prefixed(lit, p))
+        if e is not _VOID:
+            ends.append(_prefixed(lit, e))
+    # (most trie nodes have one child: one option or none, no alternation)
+    d = diverge[0] if len(diverge) == 1 else _alt_distinct(diverge)
+    p = paths[0] if len(paths) == 1 else _alt_distinct(paths)
+    e = ends[0] if len(ends) == 1 else _alt_distinct(ends)
+    # names with no escaped and no non-ASCII character (most) have the
+    # same paths and wide paths below every node: one subtree serves both
+    if wide_path is here_path and all(r[2] is r[1] for _, r in rests):
+        return d, p, p, e
+    wide_paths = [] if wide_path is _VOID else [wide_path]
+    for lit, (_, _, w, _) in rests:
+        if w is not _VOID:
+            wide_paths.append(_prefixed(lit, w))
+    w = wide_paths[0] if len(wide_paths) == 1 else _alt_distinct(wide_paths)
+    return d, p, w, e
+
+
+def _prefixed(lit: Literal, rest: Node) -> Node:
+    """``seq(lit, rest)`` for a ``rest`` that ``seq``/``alt`` made (its
+    parts flat, no ``Empty`` among them, no two literals side by side),
+    without ``seq``'s general search: a trie's pieces are many and small."""
+    kind = type(rest)
+    if kind is Empty:
+        return lit
+    if kind is Literal:
+        return seq(lit, rest)
+    if kind is Seq:
+        first = rest.parts[0]
+        if type(first) is Literal:
+            return Seq((seq(lit, first), *rest.parts[1:]))
+        return Seq((lit, *rest.parts))
+    return Seq((lit, rest))
 
 
 def _alt_distinct(options: list[Node]) -> Node:
@@ -456,17 +490,19 @@ def _alt_distinct(options: list[Node]) -> Node:
     every new subtree): for options that differ (a trie node's each start
     with their own child's character, and have at most one head), or where
     a duplicate would only repeat a branch. Void options are left out."""
-    options = [o for o in options if not _is_empty_class(o)]
-    if not options:
-        return _VOID
-    if len(options) == 1:
-        return options[0]
+    if len(options) <= 1:
+        if not options:
+            return _VOID
+        return _VOID if _is_empty_class(options[0]) else options[0]
     flat: list[Node] = []
     for o in options:
-        if type(o) is Alt:
+        kind = type(o)
+        if kind is Alt:
             flat.extend(o.options)
-        else:
+        elif kind is not CharSet or o.ranges:
             flat.append(o)
+    if len(flat) <= 1:
+        return flat[0] if flat else _VOID
     return Alt(tuple(flat))
 
 
@@ -485,10 +521,10 @@ def _leaving(kids: tuple[str, ...], gather_wide: bool) -> tuple[Node, Node, Node
     wide_path: Node = _VOID
     if not any(ord(c) < 0x20 or c in '"\\' for c in kids):  # no escaped child
         gone += _SPECIAL.ranges
-        here_path = Empty()
+        here_path = _EMPTY
     if gather_wide and not any(ord(c) >= 0x80 for c in kids):  # no non-ASCII child
         gone += _NON_ASCII.ranges
-        wide_path = Empty()
+        wide_path = _EMPTY
     return _encode_charset(CharSet(tuple(gone)).complement()), here_path, wide_path
 
 
