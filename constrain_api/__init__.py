@@ -52,6 +52,7 @@ from .masks import (
     bitmask_words,
     pack_row,
     row_view,
+    vocab_row,
 )
 from .protocols import (
     FEATURE_PROPOSE,
@@ -156,4 +157,5 @@ __all__ = [
     "rejection_reason",
     "row_view",
     "utf8_sequences",
+    "vocab_row",
 ]

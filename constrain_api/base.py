@@ -29,7 +29,7 @@ from .masks import (
     SpecialBits,
     TokenMask,
     allocate_bitmask,
-    row_view,
+    vocab_row,
 )
 from .protocols import CompileStats
 
@@ -173,7 +173,7 @@ class StateChecker(ABC, Generic[S]):
 
     def fill_mask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed next tokens into ``bitmask[row]``."""
-        view = row_view(bitmask, row, self.vocab.size)
+        view = vocab_row(bitmask, row, self.vocab.size)
         state = self._stack[-1]
         if state is _TERMINATED:
             view[:] = 0
@@ -356,7 +356,7 @@ class MatcherChecker(ABC):
 
     def fill_mask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed next tokens into ``bitmask[row]``."""
-        view = row_view(bitmask, row, self.vocab.size)
+        view = vocab_row(bitmask, row, self.vocab.size)
         self._claim()
         try:
             if self.terminated:

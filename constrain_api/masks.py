@@ -7,7 +7,9 @@ kernels. Bits at or above ``V`` (padding of the last word) are never set.
 
 A bitmask may be a numpy array or a CPU ``torch.Tensor``; backends write into
 either through :func:`row_view`, which returns a zero-copy numpy view of one
-row. torch is only needed for the tensor helpers and :func:`apply_bitmask_`.
+row, or :func:`vocab_row`, its words that hold the vocabulary's bits (a row
+may be wider than the vocabulary: the words past it are left at 0).
+torch is only needed for the tensor helpers and :func:`apply_bitmask_`.
 """
 
 from __future__ import annotations
@@ -86,6 +88,20 @@ def row_view(bitmask: Any, row: int = 0, vocab_size: int = 0) -> np.ndarray:
             f"a bitmask row of {view.shape[0]} words cannot hold {vocab_size} tokens"
             f" ({words} words)"
         )
+    return view
+
+
+def vocab_row(bitmask: Any, row: int, vocab_size: int) -> np.ndarray:
+    """The words of row ``row`` that hold the vocabulary's bits
+    (``bitmask_words(vocab_size)`` of them, a zero-copy view, C-contiguous
+    when the row is), after zeroing the row's words past them: a bitmask
+    wider than the vocabulary (one sized for a model's padded logits) has
+    its whole row written, the rest left at 0. Raises as :func:`row_view`."""
+    view = row_view(bitmask, row, vocab_size)
+    words = (vocab_size + 31) >> 5
+    if view.shape[0] != words:
+        view[words:] = 0
+        view = view[:words]
     return view
 
 

@@ -119,7 +119,8 @@ class Checker(Protocol):
         row, without allocating vocabulary-sized objects. ``TypeError`` for
         anything else, or a bitmask that is not int32 or not on the CPU;
         ``IndexError`` for a row the bitmask does not have; ``ValueError``
-        for a row narrower than the vocabulary. Any strides work."""
+        for a row narrower than the vocabulary. A wider row gets 0 in its
+        words past the vocabulary's. Any strides work."""
 
     def accepts(self, token_id: int) -> bool:
         """Whether ``token_id`` is allowed next; no state change, no full mask."""

@@ -20,6 +20,7 @@ from constrain_api.masks import (
     bitmask_to_bool,
     bitmask_words,
     row_view,
+    vocab_row,
 )
 
 
@@ -111,6 +112,23 @@ def test_row_view_writes_through_numpy_and_tensor():
         row_view(np.zeros((1, 2), dtype=np.int64))
     with pytest.raises(IndexError):
         row_view(np.zeros(2, dtype=np.int32), 1)
+
+
+def test_vocab_row_is_the_vocabularys_words_of_a_row_the_rest_zeroed():
+    """A row as wide as the vocabulary is the row itself; a wider one (a
+    bitmask sized for a model's padded logits) has its words past the
+    vocabulary's zeroed and the view stops at them; other rows untouched."""
+    exact = np.full((2, 3), 5, dtype=np.int32)
+    view = vocab_row(exact, 1, 70)  # (3 words)
+    assert view.shape == (3,) and np.shares_memory(view, exact) and (exact[1] == 5).all()
+    for wide in (np.full((2, 6), 5, dtype=np.int32), torch.full((2, 6), 5, dtype=torch.int32)):
+        view = vocab_row(wide, 1, 70)
+        assert view.shape == (3,) and view.flags.c_contiguous
+        view[:] = 7
+        rows = np.asarray(wide)
+        assert rows[1].tolist() == [7, 7, 7, 0, 0, 0] and (rows[0] == 5).all()
+    with pytest.raises(ValueError, match="cannot hold"):
+        vocab_row(exact, 0, 97)
 
 
 @pytest.mark.parametrize("batch,vocab", [(64, 128256), (3, 100), (1, 32), (2, 33)])

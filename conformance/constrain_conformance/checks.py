@@ -204,6 +204,16 @@ def state_operation_failures(compiled: ca.Compiled, path: Sequence[int]) -> list
     checker.fill_mask(bitmask, 1)
     if ca.TokenMask(bitmask[1], vocab.size) != masks[-1]:
         failures.append("fill_mask differs from mask()")
+    checker.fill_mask(bitmask, 0)  # (the same bitmask again: a backend may know it by now)
+    if ca.TokenMask(bitmask[0], vocab.size) != masks[-1]:
+        failures.append("fill_mask into a bitmask filled before differs from mask()")
+    words = bitmask.shape[1]  # a bitmask sized for a model's padded logits: wider
+    wide = np.full((3, words + 2), -1, dtype=np.int32)
+    checker.fill_mask(wide, 1)
+    if ca.TokenMask(wide[1, :words], vocab.size) != masks[-1] or wide[1, words:].any():
+        failures.append("fill_mask into a row wider than the vocabulary: not mask() then zeros")
+    if not (wide[[0, 2]] == -1).all():
+        failures.append("fill_mask wrote outside its row")
     for k in sorted({1, 2, n // 2, n} - {0}):
         if k > n:
             continue

@@ -27,7 +27,7 @@ class Tampered:
             time.sleep(30)
         self.inner.fill_mask(bitmask, row)
         self.masks_filled += 1
-        words = ca.row_view(bitmask, row)
+        words = ca.vocab_row(bitmask, row, self.vocab.size)
         allowed = ca.TokenMask(words, self.vocab.size)
         # "allows-forbidden-late": correct for its first 8 masks, then like "allows-forbidden"
         late = self.defect == "allows-forbidden-late" and self.masks_filled > 8

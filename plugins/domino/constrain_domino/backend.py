@@ -22,6 +22,7 @@ paths are longer, so its masks are a subset of the oracle's).
 
 from __future__ import annotations
 
+import operator
 import threading
 import time
 from collections import OrderedDict
@@ -39,7 +40,7 @@ from constrain_api import (
     Stack,
     StateChecker,
     lalr_table,
-    row_view,
+    vocab_row,
 )
 
 from .scanner import BOUNDARY, ScannerGrammar
@@ -50,6 +51,8 @@ KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
 REGULAR = frozenset({"regex", "choice"})
 
 _UNKNOWN = object()
+_COUNT = operator.itemgetter(1)
+_INT32 = np.dtype(np.int32)  # (the bitmask's dtype, the one object numpy has for it)
 #: Entries of each per-state memo (steps, contexts, acceptance) before it is cleared.
 _STATE_MEMO = 100_000
 
@@ -184,9 +187,9 @@ class DominoCompiled(BaseCompiled):
         # the speculative model: (scanner positions, parser sub-states) -> {token: count}
         self._counts: dict[frozenset, dict[int, int]] = {}
         self._steps: dict[tuple[State, int], State | None] = {}
-        # per state, what decoding asks at every step: its context and
-        # whether it accepts (bounded like the steps' memo)
-        self._contexts: dict[State, frozenset] = {}
+        # per state, what decoding asks at every step: its context's counts
+        # and whether it accepts (bounded like the steps' memo)
+        self._counts_of: dict[State, dict[int, int]] = {}
         self._accepting: dict[State, bool] = {}
 
     def checker(self) -> DominoChecker:
@@ -307,24 +310,32 @@ class DominoCompiled(BaseCompiled):
         and parser state (the top of its stack), not the whole stack."""
         return frozenset((stack[-1], t, q) for stack, t, q in state)
 
-    def _context_of(self, state: State) -> frozenset:
-        """:meth:`context`, memoized per state (bounded)."""
-        key = self._contexts.get(state)
-        if key is None:
-            key = _remember(self._contexts, state, self.context(state))
-        return key
+    def _counts_in(self, state: State) -> dict[int, int]:
+        """The counts of ``state``'s context (made empty on first sight),
+        memoized per state (bounded): one lookup per step."""
+        counts = self._counts_of.get(state)
+        if counts is None:
+            with self._lock:  # (two states of one context share its dict)
+                counts = self._counts.setdefault(self.context(state), {})
+            _remember(self._counts_of, state, counts)
+        return counts
 
     def learn(self, state: State, token_id: int) -> None:
-        """Count ``token_id`` as accepted in ``state``."""
-        key = self._context_of(state)
-        with self._lock:
-            counts = self._counts.setdefault(key, {})
-            counts[token_id] = counts.get(token_id, 0) + 1
+        """Count ``token_id`` as accepted in ``state``. Without a lock: two
+        threads counting at once may lose a count (a model of frequencies,
+        not a mask), never corrupt one."""
+        counts = self._counts_in(state)
+        counts[token_id] = counts.get(token_id, 0) + 1
 
     def likeliest(self, state: State) -> int | None:
         """The token accepted most often in this context so far (``None``: never seen)."""
-        counts = self._counts.get(self._context_of(state))
-        return max(counts, key=counts.__getitem__) if counts else None
+        counts = self._counts_of.get(state)
+        if counts is None:  # (not made here: a context only proposed from stays unknown)
+            counts = self._counts.get(self.context(state))
+            if counts is None:
+                return None
+        seen = list(counts.items())  # (one C call: no thread's count lands midway)
+        return max(seen, key=_COUNT)[0] if seen else None
 
     # -- masks ---------------------------------------------------------------------
     def state_mask(self, state: State) -> np.ndarray:
@@ -372,6 +383,10 @@ class DominoChecker(StateChecker[State]):
     """State: the frozenset of (parser stack, scanner position) configurations."""
 
     compiled: DominoCompiled
+    #: the last bitmask ``fill_mask`` found to be a 2-D int32 numpy array
+    #: exactly as wide as the vocabulary (a decoding loop passes the same
+    #: one every step): its rows are written without checking it again
+    _exact: np.ndarray | None = None
 
     def start_state(self) -> State:
         return self.compiled.start_state
@@ -441,7 +456,18 @@ class DominoChecker(StateChecker[State]):
         if not isinstance(state, frozenset):  # terminated
             super().fill_mask(bitmask, row)
             return
-        row_view(bitmask, row, self._size)[:] = self.compiled.state_mask(state)
+        words = self.compiled.state_mask(state)
+        if bitmask is self._exact:
+            bitmask[row] = words  # (IndexError for a row it does not have)
+            return
+        vocab_row(bitmask, row, self._size)[:] = words
+        if (
+            type(bitmask) is np.ndarray
+            and bitmask.dtype is _INT32
+            and bitmask.ndim == 2
+            and bitmask.shape[1] == words.shape[0]
+        ):
+            self._exact = bitmask
 
     def state_accepting(self, state: State) -> bool:
         return self.compiled.accepting(state)
