@@ -26,7 +26,6 @@ import numpy as np
 from .errors import TokenRejected
 from .masks import (
     BITMASK_DTYPE,
-    SpecialBits,
     TokenMask,
     allocate_bitmask,
     vocab_row,
@@ -65,7 +64,7 @@ class BaseCompiled(ABC):
         self.spec = spec
         self.vocab = vocab
         self.stats = stats if stats is not None else CompileStats()
-        self.special_bits = SpecialBits(vocab)
+        self.special_bits = vocab.special_bits
 
     @abstractmethod
     def checker(self) -> Checker:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from .masks import SpecialBits
     from .trie import TokenTrie
 
 __all__ = [
@@ -160,6 +161,7 @@ class Vocabulary:
         self._normal_ids: np.ndarray | None = None
         self._fingerprint: str | None = None
         self._trie: TokenTrie | None = None
+        self._special_bits: SpecialBits | None = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ basic facts
@@ -312,6 +314,18 @@ class Vocabulary:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+    @property
+    def special_bits(self) -> SpecialBits:
+        """The bit operations that finish a mask row for this vocabulary
+        (special tokens cleared, EOS set when accepting); made once, shared
+        by every constraint compiled for it (read-only)."""
+        bits = self._special_bits
+        if bits is None:
+            from .masks import SpecialBits
+
+            bits = self._special_bits = SpecialBits(self)
+        return bits
 
     # ------------------------------------------------------------------ trie
     def trie(self) -> TokenTrie:

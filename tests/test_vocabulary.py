@@ -838,3 +838,20 @@ def test_a_tiktoken_file_with_absurd_ranks_is_refused_before_allocating(tmp_path
     twice = _rank_file(tmp_path / "twice.tiktoken", [b"a", b"a"])
     with pytest.raises(ValueError, match="appears twice"):
         Vocabulary.from_tiktoken(twice, {"<eos>": 2}, eos="<eos>")
+
+
+def test_special_bits_are_made_once_per_vocabulary_and_finish_its_rows():
+    """Every constraint compiled for a vocabulary shares its ``special_bits``
+    (made on first use); another vocabulary has its own."""
+    import constrain_api as ca
+
+    v = Vocabulary.from_list([b"a", b"b", b"<eos>", b"<pad>"], eos=2, special=[2, 3])
+    w = Vocabulary.from_list([b"a", b"<eos>"], eos=1)
+    assert v.special_bits is v.special_bits and w.special_bits is not v.special_bits
+    compiled = [ca.get("naive").compile(ca.Regex(r), v) for r in ("a", "b")]
+    assert all(c.special_bits is v.special_bits for c in compiled)
+    row = np.full(1, -1, dtype=np.int32)
+    v.special_bits.finish_row(row, accepting=False)
+    assert row.tolist() == [0b0011]  # specials and padding cleared
+    w.special_bits.finish_row(row, accepting=True)
+    assert row.tolist() == [0b0011]  # its EOS (id 1) set

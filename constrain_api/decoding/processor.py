@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from transformers import LogitsProcessor
 
-from ..masks import SpecialBits, allocate_bitmask_tensor, apply_bitmask_, row_view
+from ..masks import allocate_bitmask_tensor, apply_bitmask_, row_view
 
 _Key = tuple[int, ...]  # a row's generated tokens
 # (checker, how many of the key's tokens it consumed: all, or those before
@@ -49,7 +49,7 @@ class ConstrainedLogitsProcessor(LogitsProcessor):
         self.compiled = compiled
         self.vocab = compiled.vocab
         self._given_prompt_length = prompt_length
-        self._special_bits = SpecialBits(self.vocab)
+        self._special_bits = self.vocab.special_bits
         self._bitmask = allocate_bitmask_tensor(0, self.vocab.size)
         self.reset()
 
