@@ -146,6 +146,15 @@ def core_caches() -> dict[str, CacheInfo]:
     return out
 
 
+#: The most specs whose lowered forms (graphs of Python objects: regex ASTs,
+#: grammar rules, lark's loaded grammars) a spec-keyed core cache keeps.
+#: Every full pass of Python's garbage collector walks what caches keep: a
+#: process compiling a new schema per request, its lowering cache at 256,
+#: held ~1,600 objects a schema (~0.3 ms a collection each, paid by whichever
+#: decoding step the collection lands on).
+SPEC_GRAPHS = 32
+
+
 #: The core caches keyed by a whole spec (the others hold parts shared
 #: across specs, such as a regex's automaton).
 SPEC_CACHES = (

@@ -30,7 +30,7 @@ from lark.load_grammar import load_grammar as _load_grammar
 
 from . import lark_imports as _lark_imports
 from . import where as _where
-from .caching import core_cache
+from .caching import SPEC_GRAPHS, core_cache
 from .errors import ConstraintError
 
 __all__ = [
@@ -179,7 +179,7 @@ def _locate_symbol(text: str, message: str) -> str | None:
     return f"{tok.line}:{tok.column}" if tok is not None else None
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=SPEC_GRAPHS)
 def _loaded_grammar(text: str) -> Any:
     """lark's loaded grammar of ``text`` (lark's exceptions propagate); cached.
     A bundled grammar it imports from is given to lark trimmed to what the
@@ -195,7 +195,7 @@ def _loaded_grammar(text: str) -> Any:
     return grammar
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=SPEC_GRAPHS)
 def compiled_lark_grammar(text: str, start: str) -> tuple[list, list, list]:
     """lark's ``(terminal defs, rules, ignored names)`` of a grammar text for
     ``start``, loaded once for validation and lowering (cached, read-only:

@@ -86,3 +86,26 @@ def test_the_regex_automata_cache_is_bounded_in_bytes():
         ca.ByteDFA.from_regex(f"[a-z]{{{n}}}x")
     info = ca.core_caches()["regex automata"]
     assert info.entries == 30 and 0 < info.nbytes <= 256 << 20
+
+
+def test_the_spec_caches_keep_the_lowered_forms_of_a_few_specs_only():
+    """A process that compiles a new schema per request keeps the lowered
+    forms (graphs of Python objects, which every full garbage collection
+    walks) of its last ``SPEC_GRAPHS`` specs, not of hundreds: the first
+    one's language is gone once as many others were lowered after it."""
+    import gc
+    import weakref
+
+    from constrain_api.caching import SPEC_GRAPHS
+    from constrain_api.lowering import lower
+
+    def schema(i: int) -> ca.JsonSchema:
+        return ca.JsonSchema({"type": "object", "properties": {f"p{i}": {"type": "integer"}}})
+
+    first = weakref.ref(lower(schema(0)))
+    for i in range(1, SPEC_GRAPHS + 1):
+        lower(schema(i))
+    gc.collect()
+    assert first() is None
+    assert ca.core_caches()["lowered specs"].entries == SPEC_GRAPHS
+    assert ca.core_caches()["lowered json schemas"].entries <= SPEC_GRAPHS

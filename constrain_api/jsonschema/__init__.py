@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 
 from ..automata import Node
-from ..caching import core_cache
+from ..caching import SPEC_GRAPHS, core_cache
 from ..errors import CompileLimitExceeded, ConstraintError
 from ..grammar import GrammarIR
 from ..specs import Grammar, JsonSchema, Regex
@@ -91,7 +91,7 @@ def lower_json_schema_ir(spec: JsonSchema) -> Node | GrammarIR:
     return to_grammar_ir("start", lowered)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=SPEC_GRAPHS)
 def _lowered(spec: JsonSchema) -> Rx | dict[str, Expr]:
     """The schema as one ``Rx`` (a regular language) or as rules, ``start`` first."""
     options = options_of(spec)

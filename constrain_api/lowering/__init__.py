@@ -26,7 +26,7 @@ import functools
 from ..automata import ByteDFA, Empty, Literal, Node, alt, parse_regex
 from ..automata.regex import has_lookaround, is_void
 from ..budget import is_budget_error
-from ..caching import core_cache
+from ..caching import SPEC_GRAPHS, core_cache
 from ..errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from ..grammar import GrammarIR, lower_grammar
 from ..jsonschema import lower_json_schema_ir
@@ -56,7 +56,7 @@ __all__ = [
 Language = Regular | ContextFree
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=SPEC_GRAPHS)
 def lower(spec: Constraint) -> Language:
     """The language of ``spec`` (see the module docstring).
 
