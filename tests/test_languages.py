@@ -261,3 +261,25 @@ def test_parsed_regexes_are_shared_and_cleared():
     assert ca.core_caches()["parsed regexes"].hits >= 1
     ca.clear_caches("parsed regexes")
     assert ca.parse_regex("a[bc]+") is not first and ca.parse_regex("a[bc]+") == first
+
+
+def test_a_lookaround_terminal_is_determinized_once_for_the_lowering_and_a_backend(
+    monkeypatch,
+):
+    """Whether a terminal with a lookaround (lark's ESCAPED_STRING) has any
+    string is decided by its automaton; the lowering builds the cached one
+    (``ByteDFA.from_regex``), so a backend asking for it next builds nothing."""
+    from constrain_api.lowering import lower
+
+    spec = ca.Grammar("start: ESCAPED_STRING\n%import common.ESCAPED_STRING\n")
+    ca.clear_caches()
+    ir = lower(spec).ir
+    (terminal,) = ir.terminals.values()
+    assert "(?<!" in terminal.pattern
+
+    def built(*args, **kwargs):
+        raise AssertionError("determinized a second time")
+
+    monkeypatch.setattr(ca.ByteDFA, "from_node", built)
+    dfa = terminal.dfa()
+    assert dfa.matches(b'"a\\"b"') and not dfa.matches(b'"a\\"')

@@ -79,7 +79,7 @@ def lower(spec: Constraint) -> Language:
             raise ConstraintError("json_schema", "no JSON value satisfies the schema", "#") from e
     if kind == "regex":
         node = parse_regex(spec.pattern)
-        if _no_string(node):
+        if _no_string(node, spec.pattern):
             raise ConstraintError("regex", _EMPTY)
         return Regular.from_node(node)
     if kind == "choice":
@@ -106,7 +106,7 @@ def _context_free(ir: GrammarIR) -> ContextFree:
     terminals = [
         name
         for name, terminal in ir.terminals.items()
-        if terminal.literal or not _no_string(terminal.ast())
+        if terminal.literal or not _no_string(terminal.ast(), terminal.pattern)
     ]
     try:  # (the reduced grammar's check, without building the terminals' automata)
         productive_rules(((r.lhs, r.rhs) for r in ir.rules), terminals, ir.start)
@@ -116,14 +116,17 @@ def _context_free(ir: GrammarIR) -> ContextFree:
     return ContextFree(ir)
 
 
-def _no_string(node: Node) -> bool:
+def _no_string(node: Node, pattern: str | None = None) -> bool:
     """Whether the AST's language is empty: syntactically where that is exact
     (no lookaround), else by its automaton (when that fits the default bound;
-    past it the backend's own compile meets the limit)."""
+    past it the backend's own compile meets the limit). ``pattern``: the
+    regex ``node`` was parsed from, whose automaton is then the cached one
+    (``ByteDFA.from_regex``) a backend asks for next, not built twice."""
     if not has_lookaround(node):
         return is_void(node)
     try:
-        return ByteDFA.from_node(node).is_empty()
+        dfa = ByteDFA.from_node(node) if pattern is None else ByteDFA.from_regex(pattern, node=node)
+        return dfa.is_empty()
     except CompileLimitExceeded as e:
         if is_budget_error(e):
             raise
