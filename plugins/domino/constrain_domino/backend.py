@@ -25,7 +25,9 @@ from __future__ import annotations
 import operator
 import threading
 import time
+import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 
 import numpy as np
 
@@ -53,7 +55,7 @@ REGULAR = frozenset({"regex", "choice"})
 _UNKNOWN = object()
 _COUNT = operator.itemgetter(1)
 _INT32 = np.dtype(np.int32)  # (the bitmask's dtype, the one object numpy has for it)
-#: Entries of each per-state memo (steps, contexts, acceptance) before it is cleared.
+#: Entries of each per-state memo (steps, counts, acceptance) before it is cleared.
 _STATE_MEMO = 100_000
 
 
@@ -385,8 +387,9 @@ class DominoChecker(StateChecker[State]):
     compiled: DominoCompiled
     #: the last bitmask ``fill_mask`` found to be a 2-D int32 numpy array
     #: exactly as wide as the vocabulary (a decoding loop passes the same
-    #: one every step): its rows are written without checking it again
-    _exact: np.ndarray | None = None
+    #: one every step), weakly held: its rows are written without checking
+    #: it again
+    _exact: Callable[[], np.ndarray | None] = staticmethod(lambda: None)
 
     def start_state(self) -> State:
         return self.compiled.start_state
@@ -457,7 +460,7 @@ class DominoChecker(StateChecker[State]):
             super().fill_mask(bitmask, row)
             return
         words = self.compiled.state_mask(state)
-        if bitmask is self._exact:
+        if bitmask is self._exact():
             bitmask[row] = words  # (IndexError for a row it does not have)
             return
         vocab_row(bitmask, row, self._size)[:] = words
@@ -467,7 +470,7 @@ class DominoChecker(StateChecker[State]):
             and bitmask.ndim == 2
             and bitmask.shape[1] == words.shape[0]
         ):
-            self._exact = bitmask
+            self._exact = weakref.ref(bitmask)
 
     def state_accepting(self, state: State) -> bool:
         return self.compiled.accepting(state)

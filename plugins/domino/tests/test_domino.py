@@ -609,3 +609,30 @@ def test_trees_beyond_their_byte_bound_are_dropped_and_rebuilt_alike(vocab, naiv
         assert _content(tight.tree(position)) == _content(roomy.tree(position)), position
     with pytest.raises(ValueError, match="tree_bytes"):
         ca.get("domino", tree_bytes=-1)
+
+
+def test_a_bitmask_filled_again_is_written_unchecked_but_not_kept_alive(vocab):
+    """The bitmask a checker filled last is written without its checks the
+    next time (the decoding loop's), held weakly: once the caller drops it,
+    a bitmask of another width, dtype or kind is checked again, never
+    mistaken for it."""
+    import gc
+
+    checker = ca.get("domino").compile(ca.Grammar(NESTED), vocab).checker()
+    checker.update(vocab.encode("[[1"))
+    want = checker.mask()
+    words = want.words.shape[0]
+    bitmask = np.full((2, words), -1, dtype=np.int32)
+    for row in (0, 1, 0):
+        checker.fill_mask(bitmask, row)
+        assert ca.TokenMask(bitmask[row], vocab.size) == want
+    with pytest.raises(IndexError):
+        checker.fill_mask(bitmask, 2)
+    del bitmask
+    gc.collect()
+    assert checker._exact() is None
+    wide = np.full((1, words + 3), -1, dtype=np.int32)
+    checker.fill_mask(wide, 0)
+    assert ca.TokenMask(wide[0, :words], vocab.size) == want and not wide[0, words:].any()
+    with pytest.raises(TypeError):
+        checker.fill_mask(np.zeros((1, words), dtype=np.int64), 0)
