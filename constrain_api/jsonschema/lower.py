@@ -184,7 +184,7 @@ class Lowerer:
         *,
         grammar: bool,
         known: dict[str, Expr] | None = None,
-        strings_not_in: dict[tuple[frozenset[str], int], tuple[str, Node]] | None = None,
+        strings_not_in: dict[frozenset[str], tuple[str, Node]] | None = None,
     ):
         self.index = index
         self.root = root  # references rewritten to "#<pointer>" (see lower_json_schema)
@@ -196,7 +196,7 @@ class Lowerer:
         self._recursive: set[str] = set()
         self._memo: dict[str, Expr] = dict(known or {})
         #: the quoted strings other than a set of names (``_strings_not_in``),
-        #: by (names, size bound); regex mode hands its own to grammar mode's
+        #: by names; regex mode hands its own to grammar mode's (same options)
         self.strings_not_in = {} if strings_not_in is None else strings_not_in
         # schemas being lowered, by content → their rule's name should they
         # recur inside themselves (a cycle through a $ref merged with its
@@ -237,10 +237,10 @@ class Lowerer:
         whatever a long-lived cache keeps (168 pieces of 100 MaskBench
         schemas: 117,000 objects, 21 ms a collection, paid by a decoding
         step)."""
-        key = (frozenset(names), self.options.max_regex_chars)
+        key = frozenset(names)
         piece = self.strings_not_in.get(key)
         if piece is None:
-            piece = strings.string_not_in_piece(key[0], max_size=key[1])
+            piece = strings.string_not_in_piece(key, max_size=self.options.max_regex_chars)
             self.strings_not_in[key] = piece
         return piece
 

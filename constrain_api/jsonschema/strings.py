@@ -439,33 +439,28 @@ def _not_in(trie: dict, gather_wide: bool = True) -> tuple[Node, Node, Node, Nod
     """
     kids = tuple(sorted(c for c in trie if c is not None))
     here, here_path, wide_path = _leaving(kids, gather_wide)
-    # (a void piece is ``_VOID`` itself, as ``_alt_distinct`` and ``_leaving``
-    # return it, except a class of no character: left out as it comes)
-    diverge = [] if _is_empty_class(here) else [here]
-    paths = [] if here_path is _VOID else [here_path]
-    ends = [] if None in trie else [_EMPTY]
     rests = [(_spelled_char(c), _not_in(trie[c], gather_wide)) for c in kids]
-    for lit, (d, p, _, e) in rests:
-        if d is not _VOID:
-            diverge.append(_prefixed(lit, d))
-        if p is not _VOID:
-            paths.append(_prefixed(lit, p))
-        if e is not _VOID:
-            ends.append(_prefixed(lit, e))
-    # (most trie nodes have one child: one option or none, no alternation)
-    d = diverge[0] if len(diverge) == 1 else _alt_distinct(diverge)
-    p = paths[0] if len(paths) == 1 else _alt_distinct(paths)
-    e = ends[0] if len(ends) == 1 else _alt_distinct(ends)
+    diverge = _options(_VOID if _is_empty_class(here) else here, rests, 0)
+    paths = _options(here_path, rests, 1)
+    ends = _options(_VOID if None in trie else _EMPTY, rests, 3)
     # names with no escaped and no non-ASCII character (most) have the
     # same paths and wide paths below every node: one subtree serves both
     if wide_path is here_path and all(r[2] is r[1] for _, r in rests):
-        return d, p, p, e
-    wide_paths = [] if wide_path is _VOID else [wide_path]
-    for lit, (_, _, w, _) in rests:
-        if w is not _VOID:
-            wide_paths.append(_prefixed(lit, w))
-    w = wide_paths[0] if len(wide_paths) == 1 else _alt_distinct(wide_paths)
-    return d, p, w, e
+        return diverge, paths, paths, ends
+    return diverge, paths, _options(wide_path, rests, 2), ends
+
+
+def _options(head: Node, rests: list[tuple[Literal, tuple]], k: int) -> Node:
+    """The alternation of ``head`` and each child's character before its
+    ``k``-th piece (a void piece is ``_VOID`` itself, as ``_alt_distinct``
+    and ``_leaving`` return it, and is left out as it comes; most trie
+    nodes have one child: one option, no alternation)."""
+    options = [] if head is _VOID else [head]
+    for lit, pieces in rests:
+        rest = pieces[k]
+        if rest is not _VOID:
+            options.append(_prefixed(lit, rest))
+    return options[0] if len(options) == 1 else _alt_distinct(options)
 
 
 def _prefixed(lit: Literal, rest: Node) -> Node:
