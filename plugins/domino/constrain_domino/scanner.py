@@ -51,9 +51,12 @@ class ScannerGrammar:
         #: per byte, the terminals that byte can start and their state after it
         #: (from each terminal's start row's runs: most are a byte or two)
         self.first: list[list[tuple[int, int]]] = [[] for _ in range(256)]
+        #: the same as ``(lo, hi, terminal, state)`` byte ranges
+        self.start_runs: list[tuple[int, int, int, int]] = []
         for t, dfa in enumerate(self.dfas):
             if dfa.num_states and self.starts[t] >= 0:
                 for lo, hi, q in self.runs_of[t](self.starts[t]):
+                    self.start_runs.append((lo, hi, t, q))
                     for b in range(lo, hi + 1):
                         self.first[b].append((t, q))
 

@@ -156,13 +156,7 @@ class TreeBuilder:
     ):
         self.grammar, self.trie, self.max_sets, self.slices = grammar, trie, max_sets, slices
         self.lock = threading.Lock()
-        # bytes starting the same terminals in the same states share a class
-        firsts: dict[tuple, int] = {}
-        self._first_class = [firsts.setdefault(tuple(f), len(firsts)) for f in grammar.first]
-        #: the bytes where the class of the terminals a byte starts changes
-        self._first_cuts = [
-            b for b in range(1, 256) if self._first_class[b] != self._first_class[b - 1]
-        ]
+        self._starts_memo: dict[frozenset[int] | None, list[tuple[int, int, int, int]]] = {}
         self._reset()
 
     def _reset(self) -> None:
@@ -202,7 +196,8 @@ class TreeBuilder:
         return nxt
 
     def _step(self, sid: int, byte: int) -> int:
-        """The set after ``byte`` from set ``sid`` (``DEAD`` if empty)."""
+        """The set after ``byte`` from set ``sid`` (``DEAD`` if empty): the
+        definition :meth:`_step_all` computes for every byte at once."""
         g = self.grammar
         rows, accept, first, ignore, follows = g.rows, g.accept, g.first, g.ignore, g.follows
         label = self._label
@@ -229,17 +224,20 @@ class TreeBuilder:
         return self._intern(frozenset(out)) if out else kernels.DEAD
 
     def _step_all(self, sid: int) -> None:
-        """Fill the steps of set ``sid`` for every byte. Bytes that every
-        element's automaton row and the terminals they start treat alike
-        (a byte class) share one :meth:`_step`."""
+        """Fill the steps of set ``sid`` for every byte: each element's
+        transitions and the terminals it starts as byte ranges, the byte
+        line cut where they begin and end, one walk set per piece (a set
+        of many terminals, after ``,"`` with an object's keys as
+        terminals, costs its elements' ranges, not pieces × elements)."""
         g = self.grammar
         elements = self.sets[sid]
+        runs_of, accept = g.runs_of, g.accept
         if len(elements) == 1:  # (most sets: one terminal, inside it, no path choice)
             ((node, t, q, own),) = elements
-            if t >= 0 and not g.accept[t][q]:
+            if t >= 0 and not accept[t][q]:
                 ids = [
                     (lo, hi, self._intern(frozenset(((node, t, q2, own),))))
-                    for lo, hi, q2 in g.runs_of[t](q)
+                    for lo, hi, q2 in runs_of[t](q)
                 ]
                 row = self.steps[sid]  # after interning: it may grow the table
                 row[:] = kernels.DEAD
@@ -247,36 +245,52 @@ class TreeBuilder:
                     row[lo : hi + 1] = nxt
                 self.absorbing[sid] = self.slices and self._absorbs(t, q)
                 return
-        # byte classes: the pieces of the byte line that every element's
-        # row, and the terminals a byte starts, cut it into (each piece's
-        # first byte stands for it; pieces alike share one step)
-        rows, runs_of, accept = g.rows, g.runs_of, g.accept
-        cuts = {0, 256}
-        columns = []
-        starts = False
-        for _node, t, q, _own in elements:
-            if t < 0:
-                starts = True
-                continue
-            for lo, hi, _ in runs_of[t](q):
-                cuts.add(lo)
-                cuts.add(hi + 1)
-            columns.append(rows[t][q])
-            starts = starts or accept[t][q]
-        if starts:
-            cuts.update(self._first_cuts)
-            columns.append(self._first_class)
-        points = sorted(cuts)
-        step: dict[tuple, int] = {}
-        targets = []
-        for lo in points[:-1]:
-            signature = tuple([column[lo] for column in columns])
-            nxt = step.get(signature)
-            if nxt is None:
-                nxt = step[signature] = self._step(sid, lo)
-            targets.append(nxt)
-        # after the steps: interning may grow the table
-        self.steps[sid] = np.repeat(np.array(targets, dtype=np.int32), np.diff(points))
+        ignore, follows, label = g.ignore, g.follows, self._label
+        items: list[tuple[int, int, Element]] = []
+        for node, t, q, own in elements:
+            if t < 0:  # the boundary: the byte starts a terminal
+                at, after = 0, g.initial
+            else:
+                items.extend((lo, hi, (node, t, q2, own)) for lo, hi, q2 in runs_of[t](q))
+                if not accept[t][q]:
+                    continue
+                if t in ignore:  # the last completed terminal is the node's label
+                    at, after = node, follows[label[node]] if node else None
+                else:
+                    at, after = self._child(node, t), follows[t]
+            items.extend((lo, hi, (at, u, qu, False)) for lo, hi, u, qu in self._starts(after))
+        points = sorted({p for lo, hi, _ in items for p in (lo, hi + 1)})
+        index = {p: k for k, p in enumerate(points)}
+        pieces: list[list[Element] | None] = [None] * len(points)
+        for lo, hi, element in items:
+            for k in range(index[lo], index[hi + 1]):
+                piece = pieces[k]
+                if piece is None:
+                    pieces[k] = [element]
+                else:
+                    piece.append(element)
+        targets = [
+            (points[k], points[k + 1], self._intern(frozenset(piece)))
+            for k, piece in enumerate(pieces)
+            if piece is not None
+        ]
+        row = self.steps[sid]  # after interning: it may grow the table
+        row[:] = kernels.DEAD
+        for lo, end, nxt in targets:
+            row[lo:end] = nxt
+
+    def _starts(self, after: frozenset[int] | None) -> list[tuple[int, int, int, int]]:
+        """The terminals' start ranges ``(lo, hi, terminal, state)`` of the
+        terminals that may come after ``after`` (``None``: any), memoized."""
+        starts = self._starts_memo.get(after)
+        if starts is None:
+            ignore = self.grammar.ignore
+            starts = self._starts_memo[after] = [
+                (lo, hi, u, qu)
+                for lo, hi, u, qu in self.grammar.start_runs
+                if after is None or u in after or u in ignore
+            ]
+        return starts
 
     def _absorbs(self, t: int, q: int) -> bool:
         """Whether every plain string read from state ``q`` of terminal

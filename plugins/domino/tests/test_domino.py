@@ -483,6 +483,47 @@ def test_slices_change_no_tree(vocab):
     assert sliced["open-string"] == 0, sliced
 
 
+KEYS_SCHEMA = {  # keys as terminals: after `"` (or `,"`), one walk set holds them all
+    "type": "object",
+    "properties": {
+        key: {"type": kind}
+        for key, kind in zip(
+            ["name", "note", "nickname", "age", "alive", "aliases", "id", "ids"],
+            ["string", "string", "string", "integer", "boolean", "array", "number", "array"],
+            strict=True,
+        )
+    },
+}
+
+
+def test_every_bytes_step_of_a_walk_set_is_the_one_byte_definition(vocab):
+    """``_step_all`` fills a walk set's steps for all bytes at once from its
+    elements' byte ranges; each equals ``_step``, the one-byte definition,
+    for every set the trees of every position meet (many keys as terminals,
+    ``%ignore``d whitespace, the boundary, names and keywords)."""
+    from constrain_domino import TreeBuilder, VocabTrie
+
+    trie = VocabTrie(vocab)
+    domino = ca.get("domino")
+    compilations = [
+        domino.compile(ca.JsonSchema(KEYS_SCHEMA), vocab),
+        domino.compile(ca.Grammar(corpus.JSON_GRAMMAR), vocab),
+        domino.compile(ca.Grammar(corpus.C_SUBSET_GRAMMAR), vocab),
+    ]
+    largest = 0
+    for compiled in compilations:
+        builder = TreeBuilder(compiled.grammar, trie)
+        for p in compiled.grammar.positions:
+            builder.build(p)
+        stepped = [sid for sid in range(len(builder.sets)) if builder.steps[sid, 0] != -2]
+        assert len(stepped) > 10
+        for sid in stepped:
+            row = builder.steps[sid].copy()
+            assert row.tolist() == [builder._step(sid, b) for b in range(256)], sid
+            largest = max(largest, len(builder.sets[sid]))
+    assert largest >= 8  # a set holding all the keys was stepped
+
+
 @pytest.mark.parametrize(
     "tokens",
     [[b'"'], [b'"', b"\\", b'\\"', b'""', b"\\n", b'"\\']],
