@@ -45,6 +45,7 @@ from constrain_api import (
     vocab_row,
 )
 
+from .kernels import set_bits
 from .scanner import BOUNDARY, ScannerGrammar
 from .trees import SubterminalTree, TreeBuilder, VocabTrie
 
@@ -364,21 +365,31 @@ class DominoCompiled(BaseCompiled):
     def _walk(self, position: tuple[int, int], stack: Stack, words: np.ndarray) -> None:
         """OR into ``words`` the tokens of ``position``'s tree the parser accepts."""
         tree, lr, names, k = self.tree(position), self.lr, self.grammar.names, self.k
+        row = words.size
+        few: list[np.ndarray] = []  # the token ids of small groups, set at the end
         todo = [(0, stack, 0)]
         while todo:
             node, stack, depth = todo.pop()
             free = tree.free[node]
             if free is not None:
-                words |= free
-            for t, mask in tree.checked[node]:
+                if free.size == row:
+                    words |= free
+                else:
+                    few.append(free)
+            for t, tokens in tree.checked[node]:
                 if lr.feed(stack, names[t]) is not None:
-                    words |= mask
+                    if tokens.size == row:
+                        words |= tokens
+                    else:
+                        few.append(tokens)
             if k is not None and depth >= k:
                 continue
             for t, child in tree.children[node].items():
                 nxt = lr.feed(stack, names[t])
                 if nxt is not None:
                     todo.append((child, nxt, depth + 1))
+        if few:
+            set_bits(words.view(np.uint32), few[0] if len(few) == 1 else np.concatenate(few))
 
 
 class DominoChecker(StateChecker[State]):

@@ -6,10 +6,11 @@ where every trie node gets the walk set of its parent stepped by its byte:
 a lookup in the ``steps`` memo table. These loops do the lookups, skip the
 subtrees of dead nodes, hand the pairs the table does not know yet back to
 Python (which computes them and resumes the walk there), gather the tokens
-of the live nodes and pack them into bitmask rows. Python would pay an
-interpreter step per trie node (274k on Llama-3); numpy a dozen calls per
-trie level whatever its live width. numba compiles them once per process
-(:func:`warm_up`, called with the vocabulary's set-up).
+of the live nodes and group them (packed bitmask rows, or a small group's
+token ids). Python would pay an interpreter step per trie node (274k on
+Llama-3); numpy a dozen calls per trie level whatever its live width. numba
+compiles them once per process (:func:`warm_up`, called with the
+vocabulary's set-up).
 """
 
 from __future__ import annotations
@@ -164,33 +165,83 @@ def pack_groups(
     words: int,
     base_set: int,
     base: np.ndarray,
-) -> np.ndarray:
-    """Packed rows, one per group: token ``tokens[i]`` (in local set
+    few: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The groups' tokens: token ``tokens[i]`` (in local set
     ``token_set[i]``) belongs to groups ``group_ids[group_ptr[s]:group_ptr[s + 1]]``;
     so do the tokens of the trie nodes ``skips[i] .. skips[i + 1] - 1``
     for local set ``s = skips[i + 2]``. The groups of local set
-    ``base_set`` (``-1``: none) start as the packed row ``base``, which
-    holds the tokens of that set's slices (they are not unpacked again)."""
-    out = np.zeros((num_groups, words), dtype=np.uint32)
+    ``base_set`` (``-1``: none) also hold the packed row ``base`` (the
+    tokens of that set's slices, not unpacked again).
+
+    Returns ``(rows, row_of, offsets, ids)``: a group of at most ``few``
+    tokens (not a base group) as its token ids ``ids[offsets[g]:offsets[g + 1]]``,
+    any other as the packed row ``rows[row_of[g]]`` (``row_of[g]`` is ``-1``
+    for the first kind). Most groups hold a handful of tokens: a packed
+    row each would be a vocabulary's bits to clear, keep and OR."""
+    counts = np.zeros(num_groups, dtype=np.int64)
+    for i in range(tokens.size):
+        s = token_set[i]
+        for g in range(group_ptr[s], group_ptr[s + 1]):
+            counts[group_ids[g]] += 1
+    for i in range(0, skips.size, 3):
+        s = skips[i + 2]
+        if s == base_set:
+            continue
+        n = token_offsets[skips[i + 1]] - token_offsets[skips[i]]
+        for g in range(group_ptr[s], group_ptr[s + 1]):
+            counts[group_ids[g]] += n
     if base_set >= 0:
         for g in range(group_ptr[base_set], group_ptr[base_set + 1]):
-            out[group_ids[g], :] = base
+            counts[group_ids[g]] = few + 1
+    row_of = np.full(num_groups, -1, dtype=np.int32)
+    offsets = np.zeros(num_groups + 1, dtype=np.int32)
+    num_rows = 0
+    for g in range(num_groups):
+        if counts[g] > few:
+            row_of[g] = num_rows
+            num_rows += 1
+            offsets[g + 1] = offsets[g]
+        else:
+            offsets[g + 1] = offsets[g] + counts[g]
+    rows = np.zeros((num_rows, words), dtype=np.uint32)
+    ids = np.empty(offsets[num_groups], dtype=np.int32)
+    fill = offsets[:-1].copy()
+    if base_set >= 0:
+        for g in range(group_ptr[base_set], group_ptr[base_set + 1]):
+            rows[row_of[group_ids[g]], :] = base
     for i in range(tokens.size):
         t = tokens[i]
         s = token_set[i]
-        bit = np.uint32(1) << np.uint32(t & 31)
         for g in range(group_ptr[s], group_ptr[s + 1]):
-            out[group_ids[g], t >> 5] |= bit
+            k = group_ids[g]
+            if row_of[k] >= 0:
+                rows[row_of[k], t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            else:
+                ids[fill[k]] = t
+                fill[k] += 1
     for i in range(0, skips.size, 3):
         s = skips[i + 2]
         if s == base_set:
             continue
         for g in range(group_ptr[s], group_ptr[s + 1]):
-            row = out[group_ids[g]]
+            k = group_ids[g]
             for j in range(token_offsets[skips[i]], token_offsets[skips[i + 1]]):
                 t = token_ids[j]
-                row[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-    return out
+                if row_of[k] >= 0:
+                    rows[row_of[k], t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+                else:
+                    ids[fill[k]] = t
+                    fill[k] += 1
+    return rows, row_of, offsets, ids
+
+
+@numba.njit(nogil=True, cache=False)
+def set_bits(row: np.ndarray, ids: np.ndarray) -> None:
+    """Set the bits of tokens ``ids`` in the packed row ``row``."""
+    for i in range(ids.size):
+        t = ids[i]
+        row[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
 
 
 @numba.njit(nogil=True, cache=False)
@@ -241,8 +292,11 @@ def warm_up() -> None:
         runs[:n_runs], skips[:n_skips], offsets, frozen(i32(0)), frozen(i32(1)), node_set, 1,
         tokens, local,
     )  # fmt: skip
-    pack_groups(
+    _, _, _, ids = pack_groups(
         tokens, local, skips[:n_skips], offsets, frozen(i32(0)), i32(0, 1), i32(0), 1, 1, 0,
-        frozen(np.zeros(1, dtype=np.uint32)),
+        frozen(np.zeros(1, dtype=np.uint32)), 0,
     )  # fmt: skip
+    row = np.zeros(1, dtype=np.uint32)
+    set_bits(row, ids)
+    set_bits(row, frozen(i32(0, 1))[1:])  # (a tree's ids: a read-only slice)
     plain_nodes(parent, edge, frozen(np.zeros((1, 256), dtype=np.int32)), flags(True), 0)

@@ -42,14 +42,17 @@ from .scanner import BOUNDARY, ScannerGrammar
 class SubterminalTree:
     """``children[node]``: completed terminal → child node (node 0: the root,
     nothing completed); ``label[node]``: the terminal on its incoming edge;
-    ``free[node]``: packed mask of its free tokens or ``None``;
-    ``checked[node]``: ``(terminal, packed mask)`` pairs. Only nodes with
-    tokens at or below them are kept."""
+    ``free[node]``: its free tokens or ``None``; ``checked[node]``:
+    ``(terminal, tokens)`` pairs. Only nodes with tokens at or below them
+    are kept. A group's *tokens* are a packed bitmask row (``words`` long,
+    int32) or, for a group of a few tokens (most groups), their ids (int32,
+    shorter than a row): :meth:`token_ids` reads either."""
 
     children: list[dict[int, int]] = field(default_factory=lambda: [{}])
     label: list[int] = field(default_factory=lambda: [-1])  # the terminal completed into a node
     free: list[np.ndarray | None] = field(default_factory=list)
     checked: list[list[tuple[int, np.ndarray]]] = field(default_factory=list)
+    words: int = 0  # the length of a packed row
     seconds: float = 0.0
     walk_states: int = 0  # the walk sets its tokens end in
     sliced: int = 0  # tokens taken from the slices (subtrees of plain tokens not walked)
@@ -58,9 +61,15 @@ class SubterminalTree:
     def num_nodes(self) -> int:
         return len(self.children)
 
+    def token_ids(self, tokens: np.ndarray) -> np.ndarray:
+        """The ids (sorted) in a group's ``tokens``, packed or not."""
+        if tokens.size != self.words:
+            return np.sort(tokens)
+        return np.flatnonzero(np.unpackbits(tokens.view(np.uint8), bitorder="little"))
+
     @property
     def nbytes(self) -> int:
-        """Bytes held by the packed masks."""
+        """Bytes held by the groups' tokens."""
         free = sum(m.nbytes for m in self.free if m is not None)
         return free + sum(m.nbytes for groups in self.checked for _, m in groups)
 
@@ -132,6 +141,9 @@ class VocabTrie:
 #: token made of them only is *plain*; a walk set that every plain string
 #: leaves as it is (inside a string, most often) has all plain tokens in it.
 PLAIN_CHARACTERS = r'[^\x00-\x1f"\\]*'
+
+#: a group of at most this many tokens is kept as their ids, not a packed row
+FEW_TOKENS = 64
 
 #: walk sets a builder keeps before it starts over (each holds a 1 KiB row of steps)
 MAX_WALK_SETS = 8192
@@ -379,17 +391,19 @@ class TreeBuilder:
         at or below them. ``base``: the index of a set holding every plain
         token (its slices are not unpacked), or ``-1``."""
         ignore = self.grammar.ignore
-        groups: dict[tuple[int, int], int] = {}  # (path node, terminal or -1 if free) -> row
+        groups: dict[tuple[int, int], int] = {}  # (path node, terminal or -1 if free) -> group
         ptr, members = [0], []
         for sid in set_ids.tolist():
+            mine: list[int] = []
             for node, t, _q, own in self.sets[sid]:
-                if t < 0:
-                    continue
-                key = (node, -1 if own or t in ignore else t)
-                members.append(groups.setdefault(key, len(groups)))
+                if t >= 0:
+                    group = groups.setdefault((node, -1 if own or t in ignore else t), len(groups))
+                    if group not in mine:
+                        mine.append(group)
+            members += mine
             ptr.append(len(members))
         trie = self.trie
-        rows = kernels.pack_groups(
+        rows, row_of, offsets, ids = kernels.pack_groups(
             tokens,
             local,
             skips,
@@ -401,11 +415,14 @@ class TreeBuilder:
             trie.words,
             base,
             trie.plain_tokens,
-        ).view(np.int32)
-        rows.flags.writeable = False
+            min(FEW_TOKENS, trie.words - 1),  # (ids shorter than a row)
+        )
+        rows = rows.view(np.int32)
+        rows.flags.writeable = ids.flags.writeable = False
+        row_of, offsets = row_of.tolist(), offsets.tolist()
         # the path nodes of the groups and their ancestors, renumbered from the root
         local_of = {0: 0}
-        tree = SubterminalTree()
+        tree = SubterminalTree(words=trie.words)
         for node in sorted({node for node, _ in groups}):
             chain = []
             while node not in local_of:
@@ -419,11 +436,13 @@ class TreeBuilder:
                 tree.label.append(terminal)
         tree.free = [None] * tree.num_nodes
         tree.checked = [[] for _ in range(tree.num_nodes)]
-        for (node, t), row in groups.items():
+        for (node, t), group in groups.items():
+            r = row_of[group]
+            members_of = rows[r] if r >= 0 else ids[offsets[group] : offsets[group + 1]]
             if t < 0:
-                tree.free[local_of[node]] = rows[row]
+                tree.free[local_of[node]] = members_of
             else:
-                tree.checked[local_of[node]].append((t, rows[row]))
+                tree.checked[local_of[node]].append((t, members_of))
         tree.walk_states = len(set_ids)
         return tree
 

@@ -394,8 +394,8 @@ def _content(tree) -> dict:
     while todo:
         node, path = todo.pop()
         free = tree.free[node]
-        checked = {t: m.tobytes() for t, m in tree.checked[node]}
-        paths[path] = (None if free is None else free.tobytes(), checked)
+        checked = {t: tuple(tree.token_ids(m).tolist()) for t, m in tree.checked[node]}
+        paths[path] = (None if free is None else tuple(tree.token_ids(free).tolist()), checked)
         todo.extend((child, (*path, t)) for t, child in tree.children[node].items())
     return paths
 
@@ -494,6 +494,37 @@ KEYS_SCHEMA = {  # keys as terminals: after `"` (or `,"`), one walk set holds th
         )
     },
 }
+
+
+def test_a_small_groups_tokens_are_kept_as_ids_and_masks_stay_exact(vocab, naive):
+    """A group of at most ``FEW_TOKENS`` tokens (fewer than a packed row's
+    words) is kept as its token ids, a larger one as a packed row; the
+    trees hold both kinds, and masks built from them equal the oracle's."""
+    from constrain_domino import trees
+
+    few = min(trees.FEW_TOKENS, (vocab.size + 31) // 32 - 1)
+    spec = ca.Grammar(corpus.JSON_GRAMMAR)
+    compiled = ca.get("domino").compile(spec, vocab)
+    kinds = set()
+    for p in compiled.grammar.positions:
+        tree = compiled.tree(p)
+        for node in range(tree.num_nodes):
+            groups = [m for _, m in tree.checked[node]]
+            groups += [tree.free[node]] if tree.free[node] is not None else []
+            for tokens in groups:
+                ids = tree.token_ids(tokens).tolist()
+                assert ids and ids == sorted(set(ids)) and ids[-1] < vocab.size
+                if tokens.size == tree.words:
+                    kinds.add("row")
+                else:
+                    kinds.add("ids")
+                    assert len(ids) == tokens.size <= few
+                    assert tokens.size < tree.words
+    assert kinds == {"row", "ids"}
+    oracle = naive.compile(spec, vocab)
+    for path in _paths(vocab, oracle, GRAMMARS["json"][1], "json"):
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, result.describe(vocab)
 
 
 def test_every_bytes_step_of_a_walk_set_is_the_one_byte_definition(vocab):
