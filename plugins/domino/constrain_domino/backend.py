@@ -365,20 +365,20 @@ class DominoCompiled(BaseCompiled):
     def _walk(self, position: tuple[int, int], stack: Stack, words: np.ndarray) -> None:
         """OR into ``words`` the tokens of ``position``'s tree the parser accepts."""
         tree, lr, names, k = self.tree(position), self.lr, self.grammar.names, self.k
-        row = words.size
+        width = words.size  # (a packed row's; a small group's ids are fewer)
         few: list[np.ndarray] = []  # the token ids of small groups, set at the end
         todo = [(0, stack, 0)]
         while todo:
             node, stack, depth = todo.pop()
             free = tree.free[node]
             if free is not None:
-                if free.size == row:
+                if free.size == width:
                     words |= free
                 else:
                     few.append(free)
             for t, tokens in tree.checked[node]:
                 if lr.feed(stack, names[t]) is not None:
-                    if tokens.size == row:
+                    if tokens.size == width:
                         words |= tokens
                     else:
                         few.append(tokens)
