@@ -125,8 +125,9 @@ class DominoBackend(BaseBackend):
     automaton, whose states are found as decoding walks them
     (``CompileLimitExceeded`` from the step that finds one too many);
     ``mask_cache`` the masks kept per compiled constraint; ``tree_bytes``
-    the bytes of tree masks kept per compiled constraint (the least recently
-    used trees beyond it are dropped, and rebuilt if a state needs them)."""
+    the bytes of the trees' groups (packed rows and token ids) kept per
+    compiled constraint (the least recently used trees beyond it are
+    dropped, and rebuilt if a state needs them)."""
 
     name = "domino"
     compiler_class = DominoCompiler
@@ -160,7 +161,7 @@ class DominoBackend(BaseBackend):
 
 class DominoCompiled(BaseCompiled):
     """The scanner grammar, the LR tables, the trees (lazily, per position;
-    an LRU holding at most ``tree_bytes`` of masks besides the newest tree,
+    an LRU holding at most ``tree_bytes`` of groups besides the newest tree,
     ``tree_bytes_held`` now) and the masks of the states met (an LRU of
     ``mask_cache`` entries)."""
 
