@@ -8,7 +8,7 @@
 See ``docs/architecture.md`` for the layers and the protocol contracts.
 """
 
-from .automata import ByteDFA, LazyDFA, parse_regex, utf8_sequences
+from .automata import ByteDFA, LazyDFA, byte_segments, parse_regex, utf8_sequences
 from .base import BaseCompiled, MatcherChecker, StateChecker, rejection_reason
 from .budget import (
     DEFAULT_MAX_MEMORY_MB,
@@ -134,6 +134,7 @@ __all__ = [
     "bitmask_from_bool",
     "bitmask_to_bool",
     "bitmask_words",
+    "byte_segments",
     "checkpoint",
     "clear_caches",
     "compile_budget",

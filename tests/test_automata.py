@@ -23,6 +23,7 @@ from constrain_api.automata import (
     Repeat,
     Seq,
     alt,
+    byte_segments,
     parse_regex,
     repeat,
     seq,
@@ -1245,3 +1246,18 @@ def test_lazy_dfa_of_a_regex_nested_too_deeply_is_a_compile_limit() -> None:
     with pytest.raises(CompileLimitExceeded) as info:
         LazyDFA(node).complete()
     assert info.value.limit == "nesting"
+
+
+def test_byte_segments_cut_the_byte_line_where_edges_begin_and_end() -> None:
+    """Public: each piece some edge covers, in byte order, with every
+    target whose range holds it (bytes no edge covers are left out)."""
+    edges = [(97, 122, "lower"), (100, 100, "d"), (48, 57, "digit"), (100, 102, ("hex", 1))]
+    assert byte_segments(edges) == [
+        (48, 57, frozenset({"digit"})),
+        (97, 99, frozenset({"lower"})),
+        (100, 100, frozenset({"lower", "d", ("hex", 1)})),
+        (101, 102, frozenset({"lower", ("hex", 1)})),
+        (103, 122, frozenset({"lower"})),
+    ]
+    assert byte_segments([(0, 255, 7)]) == [(0, 255, frozenset({7}))]
+    assert byte_segments([]) == []

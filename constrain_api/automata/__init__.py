@@ -7,7 +7,8 @@
 * ``utf8_sequences`` (``utf8``): code-point sets → UTF-8 byte-range sequences.
 * ``ByteDFA`` (``dfa``): deterministic automata over bytes — from a regex, an
   AST, strings; products, difference, complement; minimization; the
-  shortest-match (prefix-free) reduction.
+  shortest-match (prefix-free) reduction; ``byte_segments``: the pieces a
+  state's edges cut the byte line into (a subset construction's step).
 * ``LazyDFA`` (``lazy``): the same subset construction, one state at a time
   as a walk asks for it (not minimized); ``regex_automaton`` picks it or an
   already built ``ByteDFA``.
@@ -16,7 +17,7 @@ It knows regexes and automata only: which constraint becomes which automaton
 is ``constrain_api.lowering``'s business (it imports this, never the reverse).
 """
 
-from .dfa import DEFAULT_MAX_STATES, ByteDFA, check_nfa_size, nfa_limit
+from .dfa import DEFAULT_MAX_STATES, ByteDFA, byte_segments, check_nfa_size, nfa_limit
 from .elimination import dfa_to_node, dfa_to_regex
 from .lazy import LazyDFA, TermTable, regex_automaton
 from .printer import to_regex
@@ -57,6 +58,7 @@ __all__ = [
     "Seq",
     "TermTable",
     "alt",
+    "byte_segments",
     "check_nfa_size",
     "dfa_to_node",
     "dfa_to_regex",

@@ -24,7 +24,8 @@ states (intermediate automata included), ``limit="nfa_states"`` for the NFA
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
+from typing import TypeVar
 
 import numpy as np
 
@@ -920,9 +921,14 @@ class _NFA:
             cur = nxt
 
 
-def _segments(es: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset[int]]]:
+T = TypeVar("T", bound=Hashable)
+
+
+def byte_segments(es: list[tuple[int, int, T]]) -> list[tuple[int, int, frozenset[T]]]:
     """The byte line cut by the ranges of the edges ``es`` (``(lo, hi,
-    target)``): ``(lo, hi, targets)`` for each piece some edge covers."""
+    target)``, any hashable targets): ``(lo, hi, targets)`` for each piece
+    some edge covers, in byte order (a subset construction's step of a
+    state from its members' edges)."""
     if len(es) == 1:
         lo, hi, t = es[0]
         return [(lo, hi, frozenset((t,)))]
@@ -930,7 +936,7 @@ def _segments(es: list[tuple[int, int, int]]) -> list[tuple[int, int, frozenset[
         return []
     points = sorted({p for lo, hi, _ in es for p in (lo, hi + 1)})
     index = {p: k for k, p in enumerate(points)}
-    cover: list[list[int] | None] = [None] * (len(points) - 1)
+    cover: list[list[T] | None] = [None] * (len(points) - 1)
     for lo, hi, t in es:
         for k in range(index[lo], index[hi + 1]):
             lst = cover[k]
@@ -1015,7 +1021,7 @@ def _determinize(
             es = edges[q]
         else:
             es = [e for q in members for e in edges[q]]
-        segments = _segments(es)
+        segments = byte_segments(es)
         for lo, hi, key in segments:
             out_state.append(i)
             out_lo.append(lo)

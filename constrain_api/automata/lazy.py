@@ -44,8 +44,8 @@ from .dfa import (
     DEFAULT_MAX_STATES,
     ByteDFA,
     Walking,
-    _segments,
     _states_exceeded,
+    byte_segments,
     nfa_limit,
 )
 from .utf8 import utf8_sequences
@@ -414,7 +414,7 @@ class LazyDFA(Walking):
                 ) from None
             row = [-1] * 256
             runs = []
-            for lo, hi, targets in _segments(items):
+            for lo, hi, targets in byte_segments(items):
                 j = self._ids.get(targets)
                 if j is None:
                     j = self._add(targets)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from constrain_api import ByteDFA, Vocabulary, bitmask_words, pack_row
+from constrain_api import ByteDFA, Vocabulary, bitmask_words, byte_segments, pack_row
 
 from . import kernels
 from .scanner import BOUNDARY, ScannerGrammar
@@ -271,25 +271,11 @@ class TreeBuilder:
                 else:
                     at, after = self._child(node, t), follows[t]
             items.extend((lo, hi, (at, u, qu, False)) for lo, hi, u, qu in self._starts(after))
-        points = sorted({p for lo, hi, _ in items for p in (lo, hi + 1)})
-        index = {p: k for k, p in enumerate(points)}
-        pieces: list[list[Element] | None] = [None] * len(points)
-        for lo, hi, element in items:
-            for k in range(index[lo], index[hi + 1]):
-                piece = pieces[k]
-                if piece is None:
-                    pieces[k] = [element]
-                else:
-                    piece.append(element)
-        targets = [
-            (points[k], points[k + 1], self._intern(frozenset(piece)))
-            for k, piece in enumerate(pieces)
-            if piece is not None
-        ]
+        targets = [(lo, hi, self._intern(piece)) for lo, hi, piece in byte_segments(items)]
         row = self.steps[sid]  # after interning: it may grow the table
         row[:] = kernels.DEAD
-        for lo, end, nxt in targets:
-            row[lo:end] = nxt
+        for lo, hi, nxt in targets:
+            row[lo : hi + 1] = nxt
 
     def _starts(self, after: frozenset[int] | None) -> list[tuple[int, int, int, int]]:
         """The terminals' start ranges ``(lo, hi, terminal, state)`` of the
