@@ -41,3 +41,43 @@ def test_token_mask_allowed_ids_128256(benchmark):
     rng = np.random.default_rng(0)
     mask = TokenMask.from_bool(rng.random(LLAMA3_WIDTH) < 0.5)
     benchmark(mask.allowed_ids)
+
+
+# -- on a GPU: the fused kernel, the torch path and XGrammar's kernel on the
+# same logits and bitmask (Llama-3's width), one apply per round, synchronized
+
+CUDA_APPLIES = ("kernel", "torch", "xgrammar")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+@pytest.mark.parametrize("how", CUDA_APPLIES)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("batch", [1, 16, 64])
+def test_apply_bitmask_cuda(benchmark, monkeypatch, how, dtype, batch):
+    from constrain_api import apply_kernel
+
+    gen = torch.Generator().manual_seed(batch)
+    logits = torch.randn(batch, LLAMA3_WIDTH, generator=gen).to(getattr(torch, dtype)).cuda()
+    packed = bitmask_from_bool(torch.rand(batch, LLAMA3_WIDTH, generator=gen) < 0.5).cuda()
+    if how == "xgrammar":
+        xgrammar = pytest.importorskip("xgrammar", reason="xgrammar is not installed")
+
+        def apply():
+            xgrammar.apply_token_bitmask_inplace(logits, packed, vocab_size=LLAMA3_WIDTH)
+
+    else:
+        if how == "torch":
+            monkeypatch.setenv(apply_kernel.ENV_VAR, "torch")
+        elif not apply_kernel.usable(logits):
+            pytest.skip("the fused kernel cannot run here (triton is not importable)")
+
+        def apply():
+            apply_bitmask_(logits, packed, vocab_size=LLAMA3_WIDTH)
+
+    def run():
+        apply()
+        torch.cuda.synchronize()
+
+    run()  # (the kernels' compilation)
+    benchmark.extra_info["device"] = torch.cuda.get_device_name()
+    benchmark(run)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import apply_kernel
+
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
@@ -325,6 +327,10 @@ def apply_bitmask_(
     ``vocab_size`` (default: ``32 * words``) are always disallowed, as are
     padding bits. ``indices`` restricts the operation to those rows of a
     2-D ``logits``/``bitmask`` pair. Returns ``logits``.
+
+    On CUDA logits with triton importable, one fused kernel does it
+    (:mod:`constrain_api.apply_kernel`; ``CONSTRAIN_APPLY=torch`` turns it
+    off); elsewhere torch ops unpack the bits into a boolean mask.
     """
     import torch
 
@@ -351,8 +357,22 @@ def apply_bitmask_(
         )
     bitmask = bitmask.to(logits.device, non_blocking=True)
     width = logits.shape[-1]
+    rows = None
     if indices is not None:
-        rows = torch.as_tensor(list(indices), dtype=torch.long, device=logits.device)
+        ids = [int(i) for i in indices]
+        n = min(logits.shape[0], bitmask.shape[0])
+        bad = [i for i in ids if not 0 <= i < n]
+        if bad:
+            raise IndexError(f"indices {bad[:4]} outside the {n} rows of logits and bitmask")
+        rows = torch.as_tensor(ids, dtype=torch.long, device=logits.device)
+    if apply_kernel.usable(logits) and (rows is None or logits.dim() == 2):
+        if logits.dim() == 1:
+            logits2, bitmask2 = logits.view(1, -1), bitmask.view(1, -1)
+        else:
+            logits2, bitmask2 = logits, bitmask
+        if apply_kernel.apply_(logits2, bitmask2, vocab_size, rows):
+            return logits
+    if rows is not None:
         allowed = _unpack_tensor(bitmask.index_select(0, rows), width)
         if vocab_size < width:
             allowed[:, vocab_size:] = False

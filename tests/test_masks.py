@@ -291,3 +291,124 @@ def test_apply_bitmask_with_indices_clears_padded_columns(device):
     finite = torch.isfinite(logits).cpu()
     assert finite[1, :40].all() and not finite[1, 40:].any()
     assert finite[0].all() and finite[2].all()
+
+
+# -- the fused kernel (constrain_api.apply_kernel): run here under Triton's
+# interpreter on CPU tensors, on a GPU through apply_bitmask_ itself
+
+
+@pytest.fixture
+def interpreted_kernel(monkeypatch):
+    """The apply kernel built by Triton's interpreter (which runs it on CPU
+    tensors), rebuilt normally afterwards."""
+    pytest.importorskip("triton", reason="triton is not installed here")
+    from constrain_api import apply_kernel
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    apply_kernel._kernel.cache_clear()
+    yield apply_kernel
+    apply_kernel._kernel.cache_clear()
+
+
+def _random_case(batch, vocab, width, dtype, seed):
+    """Logits and a bitmask whose padding bits (past ``vocab``) are set at random."""
+    gen = torch.Generator().manual_seed(seed)
+    logits = torch.randn(batch, width, generator=gen).to(dtype)
+    bits = torch.rand(batch, bitmask_words(vocab) * 32, generator=gen) < 0.5
+    bits[0] = False  # a row with nothing allowed
+    packed = bitmask_from_bool(bits)
+    allowed = bits.clone()
+    allowed[:, vocab:] = False
+    return logits, packed, allowed
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize(
+    "batch,vocab,width",
+    [(1, 100, 100), (3, 2100, 2100), (2, 33, 64), (2, 70, 200), (4, 1, 1030)],
+)
+def test_the_kernel_matches_the_bool_reference(interpreted_kernel, dtype, batch, vocab, width):
+    """Every dtype, widths over several blocks, logits wider than the
+    vocabulary and than the bitmask, padding bits set: ``-inf`` exactly
+    where refused, the other logits untouched (bitwise)."""
+    logits, packed, allowed = _random_case(batch, vocab, width, dtype, seed=vocab + width)
+    expected = reference_apply(logits, allowed)
+    assert interpreted_kernel.apply_(logits, packed, vocab, None) is True
+    assert torch.equal(logits, expected)
+
+
+def test_the_kernel_applies_only_the_rows_asked_for(interpreted_kernel):
+    logits, packed, allowed = _random_case(5, 1500, 1600, torch.float32, seed=1)
+    expected = logits.clone()
+    for i in (4, 1):
+        expected[i] = reference_apply(logits[i : i + 1], allowed[i : i + 1])[0]
+    rows = torch.tensor([4, 1], dtype=torch.long)
+    assert interpreted_kernel.apply_(logits, packed, 1500, rows) is True
+    assert torch.equal(logits, expected)
+
+
+def test_a_kernel_that_cannot_build_warns_once_and_writes_nothing(monkeypatch):
+    """A GPU the kernel cannot be built for: ``apply_`` returns False after a
+    RuntimeWarning, and the process keeps the torch path (``usable`` says no)."""
+    from constrain_api import apply_kernel
+
+    class Refusing:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                raise RuntimeError("no compiler for this GPU")
+
+            return launch
+
+    monkeypatch.setattr(apply_kernel, "_kernel", lambda: Refusing())
+    monkeypatch.setattr(apply_kernel, "_broken", [])
+    logits, packed, _ = _random_case(2, 64, 64, torch.float32, seed=2)
+    before = logits.clone()
+    with pytest.warns(RuntimeWarning, match="torch path"):
+        assert apply_kernel.apply_(logits, packed, 64, None) is False
+    assert torch.equal(logits, before)
+    assert apply_kernel._broken and "no compiler" in apply_kernel._broken[0]
+
+
+def test_cpu_logits_never_take_the_kernel(monkeypatch):
+    from constrain_api import apply_kernel
+
+    def refuse(*args):
+        raise AssertionError("the kernel was called for CPU logits")
+
+    monkeypatch.setattr(apply_kernel, "apply_", refuse)
+    logits, packed, allowed = _random_case(2, 40, 40, torch.float32, seed=3)
+    expected = reference_apply(logits, allowed)
+    apply_bitmask_(logits, packed, vocab_size=40)
+    assert torch.equal(logits, expected)
+    assert not apply_kernel.usable(logits)
+
+
+def test_apply_bitmask_refuses_indices_outside_the_rows():
+    logits, packed, _ = _random_case(2, 40, 40, torch.float32, seed=4)
+    for bad in ([2], [-1]):
+        with pytest.raises(IndexError, match="outside the 2 rows"):
+            apply_bitmask_(logits, packed, vocab_size=40, indices=bad)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+@pytest.mark.parametrize("path", ["kernel", "torch"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_apply_bitmask_on_cuda_matches_the_reference(monkeypatch, path, dtype):
+    """Both CUDA paths (the fused kernel where triton is importable, and
+    ``CONSTRAIN_APPLY=torch``), all rows and some, against the reference."""
+    from constrain_api import apply_kernel
+
+    if path == "torch":
+        monkeypatch.setenv(apply_kernel.ENV_VAR, "torch")
+    logits, packed, allowed = _random_case(16, 128256, 128384, dtype, seed=5)
+    expected = reference_apply(logits, allowed)
+    gpu = logits.cuda()
+    if path == "kernel":
+        assert apply_kernel.usable(gpu) == apply_kernel._importable()
+    apply_bitmask_(gpu, packed, vocab_size=128256)
+    assert torch.equal(gpu.cpu(), expected)
+    some = logits.cuda()
+    apply_bitmask_(some, packed, vocab_size=128256, indices=[3, 0])
+    want = logits.clone()
+    want[[3, 0]] = expected[[3, 0]]
+    assert torch.equal(some.cpu(), want)
