@@ -24,6 +24,12 @@ refused, so the report can say why a cell is empty).
   the same prompts, so the ratio of their tokens/s is read pair by pair;
   ``extra_info`` has its median and spread, the phases per forward pass and
   the non-forward share (time per pass beside the forward ÷ forward).
+- ``test_loop_speculative``: the same loop with speculative drafts (up to
+  ``SPECULATIVE`` tokens, backends with the ``propose`` feature): each round
+  the constrained loop without drafts then with them, on the same prompts;
+  ``extra_info`` has the speed-up (median of the rounds' ratios, its range),
+  the tokens drafted and accepted and the forward passes of both. The
+  outputs must be the same token for token (argmax), or the test fails.
 - ``test_scaling_vocab``: per-step mask time on random subsets of the
   Llama-3 vocabulary (all single bytes kept), 1k to 128k tokens.
 - ``test_scaling_constraint``: compile time of a choice among n strings.
@@ -58,6 +64,12 @@ LOOP = ("koo-iso-date-time", "koo-json-object") if QUICK else (
 LOOP_BATCHES = (1, 4) if QUICK else (1, 16)
 LOOP_LEN, LOOP_ROUNDS = 48, (1 if QUICK else 3)
 LOOP_MODEL = wl.loop_model()
+#: Speculative drafts (backends with the ``propose`` feature): up to this many
+#: tokens a draft, on these workloads (where drafts hold, and where they miss)
+SPECULATIVE = 4
+SPECULATIVE_LOOP = ("koo-json-object",) if QUICK else (
+    "koo-json-object", "domino-json", "domino-gsm8k-json"
+)  # fmt: skip
 #: A loop whose masks alone are projected to take longer is skipped, and the
 #: report says why (XGrammar takes seconds per mask on the GSM8K schema).
 LOOP_BUDGET_S = wl.loop_budget_s()
@@ -259,9 +271,11 @@ def loop_setup(vocab):
     starts = [int(normal[(97 * i) % len(normal)]) for i in range(max(LOOP_BATCHES))]
     generate(model, vocab, [[vocab.eos_id, starts[0]]], None, argmax(), max_len=4)  # warm-up
 
-    def run(constraint, batch: int):
+    def run(constraint, batch: int, speculative: int = 0):
         prompts = [[vocab.eos_id, t] for t in starts[:batch]]
-        return generate(model, vocab, prompts, constraint, argmax(), max_len=LOOP_LEN)
+        return generate(
+            model, vocab, prompts, constraint, argmax(), max_len=LOOP_LEN, speculative=speculative
+        )
 
     return model, run
 
@@ -366,6 +380,50 @@ def test_loop(benchmark, vocab, loop_setup, backend, workload, batch):
         ratio_min=min(ratios),
         ratio_max=max(ratios),
         unconstrained_share=_median(free),
+    )
+
+
+@pytest.mark.parametrize("batch", LOOP_BATCHES)
+@pytest.mark.parametrize("workload", [w for w in SPECULATIVE_LOOP if w in WORKLOADS])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loop_speculative(benchmark, vocab, loop_setup, backend, workload, batch):
+    _supported(backend, WORKLOADS[workload])
+    if ca.FEATURE_PROPOSE not in ca.get(backend).capabilities.features:
+        pytest.skip(f"{backend} drafts no tokens (no {ca.FEATURE_PROPOSE!r} feature)")
+    model, run = loop_setup
+    compiled = _compiled(backend, workload, vocab)
+    per_mask = _seconds_per_mask(compiled, WORKLOADS[workload], vocab)
+    projected = 2 * per_mask * batch * LOOP_LEN * LOOP_ROUNDS
+    if projected > LOOP_BUDGET_S:
+        reason = (
+            f"{_duration(per_mask)} per mask, projected {_duration(projected)}"
+            f" > {LOOP_BUDGET_S:g} s"
+        )
+        _refuse("loop_speculative", backend, workload, vocab, TooSlow(reason), batch=batch)
+
+    def pairs():  # without drafts then with them, round by round: drift hits both
+        return [
+            (run(compiled, batch), run(compiled, batch, SPECULATIVE)) for _ in range(LOOP_ROUNDS)
+        ]
+
+    rounds = benchmark.pedantic(pairs, rounds=1, iterations=1)
+    for plain, drafted in rounds:  # drafts verified under argmax change nothing
+        assert [g.token_ids for g in drafted.sequences] == [g.token_ids for g in plain.sequences]
+    results = [drafted for _plain, drafted in rounds]
+    _loop_info(benchmark, results, model, batch)
+    ratios = [d.tokens_per_second / p.tokens_per_second for p, d in rounds]
+    plain_totals = [p.totals() for p, _d in rounds]
+    totals = [d.totals() for _p, d in rounds]
+    benchmark.extra_info.update(
+        vocab=vocab.name,
+        speculative=SPECULATIVE,
+        plain_tokens_per_s=_median(p.tokens_per_second for p, _d in rounds),
+        speedup=_median(ratios),
+        speedup_min=min(ratios),
+        speedup_max=max(ratios),
+        drafted=_median(t["drafted"] for t in totals),
+        accepted=_median(t["accepted"] for t in totals),
+        plain_passes=_median(t["forward_passes"] for t in plain_totals),
     )
 
 

@@ -211,6 +211,7 @@ def write(out: Path, results: Results, *, command: str, seconds: float, quick: b
         lines += ["### Per-step `fill_mask` (µs, p50 / p90 / p99 / max)", ""]
         lines += _matrix(results, "test_mask_step", vocab, workloads, _step_cell)
         lines += _loop_table(results, vocab)
+        lines += _speculative_table(results, vocab)
     lines += _maskbench_section(results)
     lines += _scaling_section(results, out)
     path = out / "REPORT.md"
@@ -320,6 +321,61 @@ def _loop_batch(base: dict, entries: list[dict], skipped: list[dict]) -> list[st
         "would exceed the budget (`$CONSTRAIN_BENCH_LOOP_BUDGET_S`, 120 s by default).",
         "",
         *_table(["workload", *[f"`{b}`" for b in backends]], rows),
+    ]
+
+
+def _speculative_table(results: Results, vocab: str) -> list[str]:
+    """The loop with speculative drafts against the same loop without them."""
+    entries = [
+        b
+        for b in results.by_test.get("test_loop_speculative", [])
+        if b["params"].get("vocab") == vocab or b["extra_info"].get("vocab") == vocab
+    ]
+    skipped = [
+        r for r in results.refusal_list if r["test"] == "loop_speculative" and r["vocab"] == vocab
+    ]
+    if not (entries or skipped):
+        return []
+    rows = []
+    for entry in sorted(entries, key=lambda b: (_batch(b), *sorted(b["params"].items()))):
+        e, params = entry["extra_info"], entry["params"]
+        rows.append(
+            [
+                str(_batch(entry)),
+                f"`{params['workload']}`",
+                f"`{params['backend']}`",
+                f"{e['plain_tokens_per_s']:,.0f} → {e['tokens_per_s']:,.0f}",
+                f"{e['speedup']:.2f}× ({e['speedup_min']:.2f}–{e['speedup_max']:.2f})",
+                f"{e['drafted']:,} / {e['accepted']:,}",
+                f"{e['plain_passes']:,} → {e['passes']:,}",
+            ]
+        )
+    for r in skipped:
+        where = [str(r.get("batch", "")), f"`{r['workload']}`", f"`{r['backend']}`"]
+        rows.append([*where, f"skipped ({r['reason']})", "", "", ""])
+    first = entries[0]["extra_info"] if entries else {}
+    return [
+        "### Speculative drafts: the loop with drafts against the loop without",
+        "",
+        f"The same loop and model, drafts of up to {first.get('speculative', '?')} tokens "
+        "from the checker (`generate(..., speculative=s)`, backends with the `propose` "
+        "feature), verified in one forward pass: under argmax the output is the same token "
+        "for token (the benchmark checks it). Each round runs the constrained loop without "
+        "drafts then with them; the speed-up is the median of the rounds' ratios (their "
+        "range in parentheses): below 1, drafts cost more than they save.",
+        "",
+        *_table(
+            [
+                "batch",
+                "workload",
+                "backend",
+                "tokens/s without → with",
+                "speed-up",
+                "drafted / accepted",
+                "forward passes without → with",
+            ],
+            rows,
+        ),
     ]
 
 

@@ -122,3 +122,46 @@ def test_durations_in_skip_reasons_are_written_out():
         "45 µs",
         "0 µs",
     ]
+
+
+def test_speculative_drafts_are_measured_against_the_loop_without(tmp_path):
+    """``test_loop_speculative``: backends with the ``propose`` feature run
+    the loop without drafts then with them; the speed-up is the ratio of the
+    pair's tokens/s, the drafted and accepted tokens are counted, and the
+    report has a row per batch. A backend that drafts nothing is skipped."""
+    out = tmp_path / "bench"
+    select = "koo-json-object and (test_compile or speculative) or unconstrained"
+    assert _quick_small_run(out, ["domino", "naive"], select) == 0
+    bench = json.loads((out / "raw" / "bench.json").read_text())
+    entries = {b["name"]: b for b in bench["benchmarks"] if "speculative" in b["name"]}
+    assert set(entries) == {
+        f"test_loop_speculative[small-domino-koo-json-object-{batch}]" for batch in (1, 4)
+    }
+    for entry in entries.values():
+        e = entry["extra_info"]
+        assert e["speedup_min"] <= e["speedup"] <= e["speedup_max"]
+        assert 0 < e["accepted"] <= e["drafted"]  # the object's keys are drafted and kept
+        assert e["passes"] < e["plain_passes"]  # accepted drafts save forward passes
+    text = (out / "REPORT.md").read_text()
+    assert "### Speculative drafts" in text
+    rows = [line for line in text.splitlines() if line.startswith(("| 1 | `koo", "| 4 | `koo"))]
+    spec_rows = [line for line in rows if "→" in line and "×" in line]
+    assert len(spec_rows) == 2 and all("`domino`" in line for line in spec_rows)
+
+
+def test_a_speculative_loop_past_its_budget_is_a_row_that_says_why():
+    refusals = [
+        {
+            "test": "loop_speculative",
+            "backend": "domino",
+            "workload": "domino-json",
+            "vocab": "small",
+            "error": "TooSlow",
+            "reason": "1.2 s per mask, projected 590 s > 120 s",
+            "batch": 16,
+        }
+    ]
+    lines = report._speculative_table(report.Results({"benchmarks": []}, refusals), "small")
+    [row] = [line for line in lines if line.startswith("| 16 |")]
+    assert "`domino-json`" in row and "skipped (1.2 s per mask, projected 590 s > 120 s)" in row
+    assert report._speculative_table(report.Results({"benchmarks": []}, []), "small") == []
