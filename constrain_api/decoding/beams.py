@@ -48,16 +48,15 @@ class BeamStep:
         x = logits[index, last]
         if batch.seen is not None:
             apply_penalties_(x, batch.seen, batch.counts, loop.params)
-        raw = x.clone()
-        raw[:, loop.vocab.size :] = float("-inf")
-        free = shape(raw, loop.decoder, loop.params).argmax(-1)
+        # the model's own pick, over the vocabulary (the mask refuses the
+        # columns past it too), taken before the mask is applied to x in place
+        x[:, loop.vocab.size :] = float("-inf")
+        free = shape(x, loop.decoder, loop.params).argmax(-1)
         rec.sample += time.perf_counter() - t0
         if loop.constrained:
             t0 = time.perf_counter()
             apply_bitmask_(x, bitmask, vocab_size=loop.vocab.size)  # (queued on a GPU)
             rec.apply += time.perf_counter() - t0
-        else:
-            x = raw
         t0 = time.perf_counter()
         shaped = shape(x, loop.decoder, loop.params)
         logp = torch.log_softmax(shaped, dim=-1)

@@ -173,7 +173,16 @@ def pick(
 
 
 def shape(logits: torch.Tensor, decoder: Decoder, params: Sampling) -> torch.Tensor:
-    """Temperature and filters applied to a copy of ``logits``: the decoder's
-    distribution in logit form (``log_softmax`` of it gives the log-probs)."""
-    scores = logits / decoder.temperature if decoder.temperature != 1.0 else logits.clone()
+    """Temperature and filters applied to ``logits``: the decoder's
+    distribution in logit form (``log_softmax`` of it gives the log-probs).
+    ``logits`` itself when there is nothing to apply (temperature 1, no
+    filter), else a new tensor; ``logits`` is never changed. Callers only
+    read the result (a copy of 128k logits per row costs more than the
+    argmax that reads them, on a CPU)."""
+    if decoder.temperature != 1.0:
+        scores = logits / decoder.temperature
+    elif params.filtered:
+        scores = logits.clone()
+    else:
+        return logits
     return filter_(scores, params) if params.filtered else scores

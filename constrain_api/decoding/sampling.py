@@ -48,12 +48,14 @@ class SampleStep:
         seen = loop.batch.seen
         if seen is not None:
             apply_penalties_(x, seen[index_rows], loop.batch.counts[index_rows], params)
-        raw = x.clone()
-        raw[:, loop.vocab.size :] = float("-inf")
+        # the model's own pick: over the vocabulary (the columns past it are
+        # refused by the mask too, so x keeps them refused); read before the
+        # mask is applied to x in place (shaped_raw may be x itself)
+        x[:, loop.vocab.size :] = float("-inf")
         noise = None
         if loop.decoder.is_random:
             noise = gumbel_rows(x, [rows[where[j][0]].generator for j in judged])
-        shaped_raw = shape(raw, loop.decoder, params)
+        shaped_raw = shape(x, loop.decoder, params)
         free_ids = _argmax(shaped_raw, noise)
         free = free_ids.tolist()
         # The first token of a forced chain is judged like a pick (the rest of
