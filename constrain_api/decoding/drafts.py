@@ -9,7 +9,9 @@ token was wrong; a draft kept whole by one twice as long (up to
 ``speculative``). A row that drafts nothing still asks its checker for one
 token each step (a *guess*, never fed) and drafts one token again once a
 guess equals the pick. Workloads whose drafts miss (free text) so decode
-as without drafts, and those whose drafts hold (JSON keys) keep them."""
+as without drafts, and those whose drafts hold (JSON keys) keep them. In a
+batch, a pass carries drafts only when every row has one
+(:meth:`Drafts.hold_back`)."""
 
 from __future__ import annotations
 
@@ -67,6 +69,18 @@ class Drafts:
         else:
             row.budget = accepted
         row.draft = []
+
+    @staticmethod
+    def hold_back(rows: list[Row]) -> None:
+        """Drop this pass's drafts unless every row has one. Rows decode in
+        lockstep, so the batch takes as many passes as its longest row: while
+        a row drafts nothing (free text), drafts of the others rarely take a
+        pass off, yet widen the pass for every row (padding) and add
+        positions to judge. A row whose draft is dropped keeps its budget and
+        proposes again after its next pick."""
+        if len(rows) > 1 and any(row.draft for row in rows) and not all(row.draft for row in rows):
+            for row in rows:
+                row.draft = []
 
     @staticmethod
     def observe(row: Row, pick: int) -> None:

@@ -229,6 +229,8 @@ class _Loop:
     # -- one iteration ---------------------------------------------------------------
     def _step(self) -> StepRecord:
         rows = self.batch.rows
+        if self.speculative:
+            self.drafts.hold_back(rows)
         chunks = [row.pending + row.draft for row in rows]
         rec = StepRecord(rows=len(rows), fed=sum(map(len, chunks)))
         rec.drafted = sum(len(row.draft) for row in rows)

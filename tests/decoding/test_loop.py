@@ -434,6 +434,30 @@ def test_drafts_follow_how_the_last_ones_fared(vocab, right_from, drafted, resum
         assert totals["forward_passes"] <= -(-passes // 5) + 1
 
 
+def test_a_batch_feeds_drafts_only_when_every_row_has_one(vocab):
+    """Rows move in lockstep: while one row drafts nothing, the others'
+    drafts are held back (the batch takes as many passes as its longest
+    row); once every row has a draft, they are fed. The output never changes."""
+    target = vocab.encode("a") * 16
+    compiled = ca.get("naive").compile(ca.Regex("[ab]{16}"), vocab)
+    lm = ScriptedLM([*target, vocab.eos_id], width=vocab.size, eos_id=vocab.eos_id,
+                    prompt_length=1)  # fmt: skip
+    prompts = [[vocab.eos_id], [vocab.eos_id]]
+    plain = generate(lm, vocab, prompts, compiled, argmax(), forced=False)
+    assert all(g.token_ids == target for g in plain.sequences)
+    passes = plain.totals()["forward_passes"]
+    silent = compiled.checker()  # (naive's checkers propose nothing)
+    assert not hasattr(silent, "propose")
+    mixed = generate(lm, vocab, prompts, [Drafting(compiled.checker(), target), silent],
+                     argmax(), speculative=4, forced=False)  # fmt: skip
+    assert [g.token_ids for g in mixed.sequences] == [target, target]
+    assert mixed.totals()["drafted"] == 0 and mixed.totals()["forward_passes"] == passes
+    both = generate(lm, vocab, prompts, [Drafting(compiled.checker(), target)] * 2,
+                    argmax(), speculative=4, forced=False)  # fmt: skip
+    assert [g.token_ids for g in both.sequences] == [target, target]
+    assert both.totals()["accepted"] > 0 and both.totals()["forward_passes"] < passes
+
+
 def test_speculative_sampling_keeps_the_distribution(vocab, model):
     """A draft token is kept iff the sample equals it: the law of the first
     token must not move towards the draft."""
