@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# On the GPU machine, after `source .dev/gpu-setup.sh` (benchmarks/gpu/bundle.sh made .dev/):
+# the checks and figures of the GPU loop (issue 26), each part under its own time limit and
+# written under $OUT as it comes, so a run cut short still returns what it finished.
+#   tests  the CUDA tests: the apply kernel and torch path against the reference, the loop
+#   apply  the apply micro benchmark: the fused kernel, the torch path, XGrammar's kernel
+#   loop   the end-to-end and speculative stages on random Llama-3.2-1B weights, bf16
+#   all    the three (about 9 minutes)
+set -u
+part=${1:-all}
+out=${OUT:-/tmp/gpu-out}; mkdir -p "$out"
+cd /tmp/proj || exit 1
+{
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  python3 -c "import torch, transformers, triton, numba; print('torch', torch.__version__, 'transformers', transformers.__version__, 'triton', triton.__version__, 'numba', numba.__version__)"
+} > "$out/env.txt" 2>&1
+if [ "$part" = tests ] || [ "$part" = all ]; then
+  CONSTRAIN_TEST_DEVICE=cuda timeout 120 python3 -m pytest -q -p no:cacheprovider -x \
+    tests/test_masks.py tests/decoding > "$out/tests.txt" 2>&1
+  echo "tests: exit $?" >> "$out/parts.txt"
+fi
+if [ "$part" = apply ] || [ "$part" = all ]; then
+  timeout 90 python3 -m pytest -q -p no:cacheprovider benchmarks/bench_masks.py -k cuda \
+    --benchmark-columns=min,median,max --benchmark-json "$out/apply.json" > "$out/apply.txt" 2>&1
+  echo "apply: exit $?" >> "$out/parts.txt"
+fi
+if [ "$part" = loop ] || [ "$part" = all ]; then
+  timeout 330 python3 -m constrain_bench --vocab llama3 --loop-model llama-3.2-1b --no-maskbench \
+    --select loop --backend domino --backend fst --backend llguidance --backend naive \
+    --out "$out/bench" > "$out/loop.txt" 2>&1
+  echo "loop: exit $?" >> "$out/parts.txt"
+fi
+cat "$out/parts.txt" 2>/dev/null
