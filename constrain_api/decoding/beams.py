@@ -12,7 +12,7 @@ import torch
 
 from ..masks import apply_bitmask_
 from .batch import Row
-from .decoders import apply_penalties_, gumbel_rows, shape
+from .decoders import apply_penalties_, best_ids, gumbel_rows, shape
 from .masking import NOTHING, fill_positions, sole_tokens
 from .results import Generation, StepRecord
 
@@ -51,7 +51,7 @@ class BeamStep:
         # the model's own pick, over the vocabulary (the mask refuses the
         # columns past it too), taken before the mask is applied to x in place
         x[:, loop.vocab.size :] = float("-inf")
-        free = shape(x, loop.decoder, loop.params).argmax(-1)
+        free = best_ids(shape(x, loop.decoder, loop.params))
         rec.sample += time.perf_counter() - t0
         if loop.constrained:
             t0 = time.perf_counter()
@@ -69,7 +69,7 @@ class BeamStep:
             noise = gumbel_rows(shaped, [loop.prompt_generators[row.prompt] for row in rows])
             _, ids = torch.topk(shaped + noise, width, dim=-1)
             values = total.gather(1, ids)
-        changed = (free != shaped.argmax(-1)).tolist()
+        changed = (free != best_ids(shaped)).tolist()
         values, ids = values.tolist(), ids.tolist()
         rec.sample += time.perf_counter() - t0
         t0 = time.perf_counter()

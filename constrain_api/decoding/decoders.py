@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 DECODER_KINDS = ("argmax", "sample", "beam", "beam_sample")
@@ -169,7 +170,20 @@ def pick(
     scores = shape(logits, decoder, params)
     if noise is not None:
         scores = scores + noise
+    return best_ids(scores)
+
+
+def best_ids(scores: torch.Tensor) -> torch.Tensor:
+    """``scores.argmax(dim=-1)`` of ``[N, W]`` scores: the first of equal
+    maxima, a NaN counting as the largest. On a CPU numpy's argmax computes
+    it (the same rule): torch's CPU argmax reads 128k logits a row about ten
+    times slower (16 rows: 3.3 against 0.28 ms)."""
+    if scores.device.type == "cpu" and scores.dim() == 2 and scores.dtype in _NUMPY_FLOATS:
+        return torch.from_numpy(np.argmax(scores.numpy(), axis=-1))
     return scores.argmax(dim=-1)
+
+
+_NUMPY_FLOATS = (torch.float32, torch.float64)
 
 
 def shape(logits: torch.Tensor, decoder: Decoder, params: Sampling) -> torch.Tensor:

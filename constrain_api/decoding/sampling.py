@@ -11,7 +11,7 @@ import torch
 
 from ..masks import apply_bitmask_
 from .batch import Row
-from .decoders import apply_penalties_, gumbel_rows, shape
+from .decoders import apply_penalties_, best_ids, gumbel_rows, shape
 from .masking import NOTHING, SEVERAL, fill_positions, sole_tokens
 from .results import StepRecord
 
@@ -232,4 +232,4 @@ class SampleStep:
 
 def _argmax(scores: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
     """Gumbel-max when ``noise`` is given (a sample), plain argmax otherwise."""
-    return (scores if noise is None else scores + noise).argmax(dim=-1)
+    return best_ids(scores if noise is None else scores + noise)
