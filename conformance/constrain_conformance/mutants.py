@@ -74,10 +74,10 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/jsonschema/test_lowering.py", "-k", "listed or lists or ignores"),
     ),
     Mutant(
-        "apply_bitmask_ with indices keeps columns past the vocabulary",
+        "apply_bitmask_ keeps columns past the vocabulary (with indices too)",
         "constrain_api/masks.py",
-        "        if vocab_size < width:\n            allowed[:, vocab_size:] = False",
-        "        pass",
+        "    n = min(vocab_size, width, bits.shape[-1])",
+        "    n = min(width, bits.shape[-1])",
         ("tests/test_masks.py",),
     ),
     Mutant(
