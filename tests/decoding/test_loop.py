@@ -561,3 +561,21 @@ def test_bad_arguments(vocab, model, compiled):
 def test_a_spec_with_a_backend_name_compiles(vocab, model):
     result = generate(model, vocab, [[1]], ca.Regex("(on|off)"), backend="naive")
     assert result.sequences[0].data in (b"on", b"off")
+
+
+def test_best_ids_is_torch_argmax_on_every_kind_of_row():
+    """The picks' argmax (numpy's on a CPU) follows torch's rule: the first
+    of equal maxima, NaN the largest, all -inf gives 0; tensors that need
+    grad or other dtypes take torch's own."""
+    from constrain_api.decoding.decoders import best_ids
+
+    rows = torch.randn(6, 300)
+    rows[1, [7, 50]] = 9.0  # a tie: the first
+    rows[2, 120] = float("nan")
+    rows[3] = float("-inf")
+    rows[4, :] = 0.0
+    rows[4, 3] = -0.0
+    rows[5, 299] = float("inf")
+    for scores in (rows, rows.double(), rows.half(), rows.clone().requires_grad_()):
+        assert best_ids(scores).tolist() == scores.argmax(dim=-1).tolist()
+    assert best_ids(rows).tolist()[:4] == [int(rows[0].argmax()), 7, 120, 0]
