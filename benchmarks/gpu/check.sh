@@ -5,12 +5,12 @@
 #   tests  the CUDA tests: the apply kernel and torch path against the reference, the loop
 #   apply  the apply micro benchmark: the fused kernel, the torch path, XGrammar's kernel
 #   loop   the end-to-end and speculative stages on random Llama-3.2-1B weights, bf16
-#          (backends: $BACKENDS, default domino fst llguidance naive)
+#          (backends: $BACKENDS, default domino fst llguidance naive; $LOOP_MODEL another shape)
 #   all    the three (about 9 minutes)
 set -u
 part=${1:-all}
 out=${OUT:-/tmp/gpu-out}; mkdir -p "$out"
-cd /tmp/proj || exit 1
+cd "${PROJECT:-/tmp/proj}" || exit 1
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   python3 -c "import torch, transformers, triton, numba; print('torch', torch.__version__, 'transformers', transformers.__version__, 'triton', triton.__version__, 'numba', numba.__version__)"
@@ -30,7 +30,7 @@ if [ "$part" = loop ] || [ "$part" = all ]; then
   # 30 s is skipped and the report says so (naive at batch 16: about a minute a workload)
   chosen=(); for b in ${BACKENDS:-domino fst llguidance naive}; do chosen+=(--backend "$b"); done
   CONSTRAIN_BENCH_LOOP_BUDGET_S=${CONSTRAIN_BENCH_LOOP_BUDGET_S:-30} timeout 330 \
-    python3 -m constrain_bench --vocab llama3 --loop-model llama-3.2-1b --no-maskbench \
+    python3 -m constrain_bench --vocab llama3 --loop-model "${LOOP_MODEL:-llama-3.2-1b}" --no-maskbench \
     --select loop "${chosen[@]}" --out "$out/bench" > "$out/loop.txt" 2>&1
   echo "loop: exit $?" >> "$out/parts.txt"
 fi
