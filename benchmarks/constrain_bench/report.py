@@ -270,17 +270,19 @@ def _batch(entry: dict) -> int:
     return int(entry["params"].get("batch") or entry["extra_info"].get("batch") or 4)
 
 
-def _loop_table(results: Results, vocab: str) -> list[str]:
-    base = {
-        _batch(b): b
-        for b in results.by_test.get("test_loop_unconstrained", [])
-        if b["params"].get("vocab") == vocab or b["extra_info"].get("vocab") == vocab
-    }
-    entries = [
+def _loop_entries(results: Results, test: str, vocab: str) -> list[dict]:
+    """The entries of one loop stage on ``vocab`` (named by parameter, or
+    by ``extra_info`` in runs that did not parametrize the vocabulary)."""
+    return [
         b
-        for b in results.by_test.get("test_loop", [])
+        for b in results.by_test.get(test, [])
         if b["params"].get("vocab") == vocab or b["extra_info"].get("vocab") == vocab
     ]
+
+
+def _loop_table(results: Results, vocab: str) -> list[str]:
+    base = {_batch(b): b for b in _loop_entries(results, "test_loop_unconstrained", vocab)}
+    entries = _loop_entries(results, "test_loop", vocab)
     skipped = [r for r in results.refusal_list if r["test"] == "loop" and r["vocab"] == vocab]
     if not base or not (entries or skipped):
         return []
@@ -333,11 +335,7 @@ def _loop_batch(base: dict, entries: list[dict], skipped: list[dict]) -> list[st
 
 def _speculative_table(results: Results, vocab: str) -> list[str]:
     """The loop with speculative drafts against the same loop without them."""
-    entries = [
-        b
-        for b in results.by_test.get("test_loop_speculative", [])
-        if b["params"].get("vocab") == vocab or b["extra_info"].get("vocab") == vocab
-    ]
+    entries = _loop_entries(results, "test_loop_speculative", vocab)
     skipped = [
         r for r in results.refusal_list if r["test"] == "loop_speculative" and r["vocab"] == vocab
     ]

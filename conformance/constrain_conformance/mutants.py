@@ -76,8 +76,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "apply_bitmask_ keeps columns past the vocabulary (with indices too)",
         "constrain_api/masks.py",
-        "    n = min(vocab_size, width, bits.shape[-1])",
-        "    n = min(width, bits.shape[-1])",
+        "    n = min(vocab_size, width)",
+        "    n = width",
         ("tests/test_masks.py",),
     ),
     Mutant(

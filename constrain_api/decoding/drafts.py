@@ -78,7 +78,7 @@ class Drafts:
         pass off, yet widen the pass for every row (padding) and add
         positions to judge. A row whose draft is dropped keeps its budget and
         proposes again after its next pick."""
-        if len(rows) > 1 and any(row.draft for row in rows) and not all(row.draft for row in rows):
+        if any(row.draft for row in rows) and not all(row.draft for row in rows):
             for row in rows:
                 row.draft = []
 
