@@ -14,7 +14,7 @@ import torch
 
 from ..protocols import Checker
 from .decoders import Sampling
-from .model import CausalLM
+from .model import CausalLM, drop_slots
 from .results import StepRecord
 
 
@@ -27,10 +27,11 @@ class Row:
         "draft",
         "forced",
         "forced_now",
-        "generator",
         "guess",
+        "hits",
         "interventions",
         "length",
+        "noise_seed",
         "pending",
         "prompt",
         "reason",
@@ -38,6 +39,7 @@ class Row:
         "skip",
         "slot",
         "tokens",
+        "tries",
     )
 
     def __init__(self, prompt: int, slot: int, checker: Checker | None, pending: list[int]):
@@ -46,6 +48,7 @@ class Row:
         self.draft: list[int] = []  # proposed tokens fed for verification
         self.budget = 0  # the most tokens the next draft may hold (see .drafts)
         self.guess: int | None = None  # the checker's next token, while not drafting
+        self.hits = self.tries = 0.0  # draft tokens and guesses right / judged (decayed)
         self.tokens: list[int] = []
         self.length = 0  # attended cache slots
         self.score = 0.0
@@ -54,7 +57,7 @@ class Row:
         self.forced_now = 0  # length of the chain forced this step
         self.reason: str | None = None
         self.skip = False  # forced tokens appended this step: no pick
-        self.generator: torch.Generator | None = None
+        self.noise_seed = 0  # seeds the random draws of its tokens (see loop)
 
 
 class Batch:
@@ -68,6 +71,7 @@ class Batch:
         self.cache = None
         self.attn = torch.zeros((len(rows), 0), dtype=torch.long, device=self.device)
         self.chunk_start = 0  # first cache slot of the last forward pass
+        self._ends: list[int] = []  # per row, the end of the last pass's slots it keeps
         self._timer: _ForwardTimer | None = None
         self.seen = self.counts = None
         self.params = params
@@ -101,6 +105,7 @@ class Batch:
         )
         self._timer.stop()
         self.chunk_start = self.attn.shape[1] - width
+        self._ends = [self.chunk_start + len(chunk) for chunk in chunks]  # slots each row keeps
         for row in self.rows:
             row.length += len(row.pending)  # draft slots count once verified
             row.skip = False
@@ -112,8 +117,24 @@ class Batch:
         rec.forward = self._timer.seconds()
 
     def hide_slots(self, index: int, start: int, stop: int) -> None:
-        """Mask cache slots ``start:stop`` of row ``index`` out of attention."""
+        """Mask cache slots ``start:stop`` of the last pass out of row
+        ``index``'s attention."""
         self.attn[index, start:stop] = 0
+        if stop >= self._ends[index]:
+            self._ends[index] = min(self._ends[index], start)
+
+    def trim(self) -> None:
+        """Drop the last pass's trailing slots that no row keeps (rejected
+        drafts, padding), where the model can: a cache without holes at its
+        end keeps the attention mask all ones, which attention takes a
+        faster path for."""
+        end = max(self._ends, default=0)
+        count = self.attn.shape[1] - end
+        if count <= 0 or not self.rows:
+            return
+        cache = drop_slots(self.model, self.cache, count)
+        if cache is not None:
+            self.cache, self.attn = cache, self.attn[:, :end]
 
     def count(self, index: int, tokens: list[int]) -> None:
         """Record ``tokens`` as seen by row ``index`` (penalties)."""
@@ -132,6 +153,7 @@ class Batch:
         index = torch.tensor(parents, device=self.device)
         self.cache = self.model.select_rows(self.cache, index)
         self.attn = self.attn.index_select(0, index)
+        self._ends = [self._ends[p] for p in parents]
         if self.seen is not None:
             self.seen = self.seen.index_select(0, index)
             self.counts = self.counts.index_select(0, index)

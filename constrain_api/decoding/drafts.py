@@ -11,9 +11,21 @@ token each step (a *guess*, never fed) and drafts one token again once a
 guess equals the pick. Workloads whose drafts miss (free text) so decode
 as without drafts, and those whose drafts hold (JSON keys) keep them. In a
 batch, a pass carries drafts only when every row has one
-(:meth:`Drafts.hold_back`)."""
+(:meth:`Drafts.hold_back`).
+
+Whether a pass's drafts pay depends on the rows and on the model and
+device. Rows decode in lockstep, so a pass advances the batch by the fewest
+tokens any row gains; with many rows, some row's draft almost always fails
+early. And a wider pass costs little more on a GPU that waits on memory,
+but on a CPU each judged position costs a full-vocabulary mask, argmax and
+softmax. So by default (``policy="measured"``) a pass carries its drafts
+only when the expected advance (from each row's acceptance so far) beats
+the expected cost (a line fitted to the loop's own pass times against the
+tokens fed): :class:`DraftCost`."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .batch import Batch, Row
 from .results import StepRecord
@@ -23,12 +35,20 @@ class Drafts:
     """Drafts of up to ``speculative`` tokens, within ``max_len``, never EOS;
     each row's length set by how its drafts fared (the module docstring)."""
 
-    def __init__(self, speculative: int, max_len: int, eos: frozenset[int]):
+    def __init__(
+        self, speculative: int, max_len: int, eos: frozenset[int], policy: str = "measured"
+    ):
+        if policy not in POLICIES:
+            raise ValueError(f"draft policy must be one of {sorted(POLICIES)}, got {policy!r}")
         self.speculative, self.max_len, self.eos = speculative, max_len, eos
+        self.cost = DraftCost() if policy == "measured" else None
+        #: whether rows propose drafts (else only guesses): not while even
+        #: drafts of the rows' budgets could not advance the batch enough
+        self.drafting = True
 
     def start(self, row: Row) -> None:
         """A new row drafts the full length first (a draft can ride along
-        with the prompt)."""
+        with the prompt, when it pays)."""
         row.budget = self.speculative
         self.propose(row)
 
@@ -40,7 +60,7 @@ class Drafts:
         propose = getattr(row.checker, "propose", None)
         if not self.speculative or room <= 0 or propose is None:
             return
-        if row.budget == 0:
+        if row.budget == 0 or not self.drafting:
             guess = propose(1)
             row.guess = int(guess[0]) if guess else None
             return
@@ -60,32 +80,146 @@ class Drafts:
             return
         rec.accepted += accepted
         row.length += accepted
+        drafted = len(row.draft)
+        row.hits = DECAY * row.hits + accepted
+        row.tries = DECAY * row.tries + accepted + (accepted < drafted)
         # The chunk held the pending tokens (still in row.pending), then the draft.
         first = batch.chunk_start + len(row.pending)
-        batch.hide_slots(index, first + accepted, first + len(row.draft))
-        drafted = len(row.draft)
+        batch.hide_slots(index, first + accepted, first + drafted)
         if accepted == drafted:
             row.budget = min(self.speculative, max(row.budget, 2 * drafted))
         else:
             row.budget = accepted
         row.draft = []
 
-    @staticmethod
-    def hold_back(rows: list[Row]) -> None:
-        """Drop this pass's drafts unless every row has one. Rows decode in
-        lockstep, so the batch takes as many passes as its longest row: while
-        a row drafts nothing (free text), drafts of the others rarely take a
-        pass off, yet widen the pass for every row (padding) and add
-        positions to judge. A row whose draft is dropped keeps its budget and
-        proposes again after its next pick."""
-        if any(row.draft for row in rows) and not all(row.draft for row in rows):
-            for row in rows:
-                row.draft = []
+    def hold_back(self, rows: list[Row]) -> bool:
+        """Drop this pass's drafts unless every row has one and drafted
+        passes pay (:class:`DraftCost`); whether the pass carries drafts.
+        Rows decode in lockstep, so the batch takes as many passes as its
+        longest row: while a row drafts nothing (free text), drafts of the
+        others rarely take a pass off, yet widen the pass for every row
+        (padding) and add positions to judge. A row whose draft is dropped
+        keeps its budget and proposes again after its next pick: a draft,
+        or only a guess while even drafts of the rows' budgets could not
+        pay (``drafting``)."""
+        if self.cost is not None:
+            budgets = [max(row.budget, len(row.draft)) for row in rows]
+            self.drafting = expected_advance(rows, budgets) >= self.cost.margin
+        if not any(row.draft for row in rows):
+            return False
+        if all(row.draft for row in rows) and (self.cost is None or self.cost.drafts_pay(rows)):
+            return True
+        for row in rows:
+            row.draft = []
+        return False
+
+    def timed(self, drafted: bool, fed: int, seconds: float) -> None:
+        """A pass after the first (which feeds the prompts) fed ``fed``
+        tokens in ``seconds``, drafts among them or not."""
+        if self.cost is not None:
+            self.cost.add(drafted, fed, seconds)
 
     @staticmethod
     def observe(row: Row, pick: int) -> None:
         """The pick after a step without a draft: a guess that equals it
         makes the row draft (one token) again."""
-        if row.guess is not None and row.guess == pick:
-            row.budget = 1
+        if row.guess is not None:
+            right = row.guess == pick
+            row.hits = DECAY * row.hits + right
+            row.tries = DECAY * row.tries + 1
+            if right:
+                row.budget = 1
         row.guess = None
+
+
+#: ``"measured"``: drafts fed when they are expected to pay (:class:`DraftCost`);
+#: ``"always"``: whenever every row has one.
+POLICIES = frozenset({"measured", "always"})
+
+#: how much a row's acceptance counts keep of the past at each draft or guess
+DECAY = 0.8
+
+
+def acceptance(row: Row) -> float:
+    """The chance that ``row``'s next draft token is right: its decayed
+    record of draft tokens and guesses, from an even prior."""
+    return (row.hits + 1.0) / (row.tries + 2.0)
+
+
+def expected_advance(rows: list[Row], lengths: list[int] | None = None) -> float:
+    """Expected fewest tokens any row gains from a pass feeding its drafts
+    (or drafts of ``lengths`` tokens): one, plus the chance that every row
+    keeps its first ``k`` draft tokens, summed over ``k`` (each row's tokens
+    right independently, with its :func:`acceptance`)."""
+    chances = [acceptance(row) for row in rows]
+    if lengths is None:
+        lengths = [len(row.draft) for row in rows]
+    total, joint = 1.0, 1.0
+    for k in range(1, min(lengths, default=0) + 1):
+        joint = 1.0
+        for p in chances:
+            joint *= p**k
+        total += joint
+        if joint < 1e-6:
+            break
+    return total
+
+
+@dataclass
+class _Passes:
+    """Running means (exponential) of one kind of pass's tokens fed and seconds."""
+
+    fed: float = 0.0
+    seconds: float = 0.0
+    count: int = 0
+    last: int = 0  # the pass that last added to it
+
+    def add(self, fed: int, seconds: float, weight: float, now: int) -> None:
+        w = 1.0 if self.count == 0 else weight
+        self.fed += w * (fed - self.fed)
+        self.seconds += w * (seconds - self.seconds)
+        self.count += 1
+        self.last = now
+
+
+class DraftCost:
+    """Whether a pass's drafts are expected to pay: the expected advance
+    (:func:`expected_advance`; a plain pass advances one) against the cost
+    of the wider pass, from a line through the mean time of plain passes and
+    that of drafted passes against the tokens they fed (``seconds = a + b *
+    fed``: what one more token costs this model on this device). Drafts are
+    fed when the advance is at least ``margin`` times the cost ratio. An
+    advance under ``margin`` never pays. Until the line has both ends, or
+    when one end is older than ``max_age`` passes, the kind missing is
+    measured: a drafted pass (if its advance is over ``margin``), or a plain
+    one. Running means weigh the last pass by ``weight``."""
+
+    def __init__(self, margin: float = 1.1, max_age: int = 64, weight: float = 0.3):
+        self.plain, self.drafted = _Passes(), _Passes()
+        self.margin, self.max_age, self.weight = margin, max_age, weight
+        self.passes = 0
+
+    def drafts_pay(self, rows: list[Row]) -> bool:
+        """Whether this pass (every row has a draft) should carry them."""
+        advance = expected_advance(rows)
+        if advance < self.margin:
+            return False
+        now = self.passes
+        if self.drafted.count == 0 or now - self.drafted.last > self.max_age:
+            return True
+        if self.plain.count == 0 or now - self.plain.last > self.max_age:
+            return False
+        fed = sum(len(row.pending) for row in rows)
+        wider = fed + sum(len(row.draft) for row in rows)
+        return advance >= self.margin * self.cost(wider) / self.cost(fed)
+
+    def cost(self, fed: float) -> float:
+        """Predicted seconds of a pass feeding ``fed`` tokens (not below the
+        plain passes' mean: a wider pass is never cheaper)."""
+        p, d = self.plain, self.drafted
+        slope = (d.seconds - p.seconds) / (d.fed - p.fed) if d.fed > p.fed else 0.0
+        return max(p.seconds + max(slope, 0.0) * (fed - p.fed), p.seconds, 1e-9)
+
+    def add(self, drafted: bool, fed: int, seconds: float) -> None:
+        self.passes += 1
+        (self.drafted if drafted else self.plain).add(fed, seconds, self.weight, self.passes)

@@ -62,6 +62,12 @@ class HFCausalLM:
             cache.reorder_cache(rows.to(self.device))
         return cache
 
+    def drop_slots(self, cache: Any, count: int) -> Any:
+        """The cache without its last ``count`` slots (``crop`` with a
+        negative count: how many to remove, in transformers 4 and 5)."""
+        cache.crop(-count)
+        return cache
+
 
 def _default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")

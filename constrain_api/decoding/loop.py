@@ -64,6 +64,7 @@ def generate(
     seed: int | None = None,
     opportunistic: bool = False,
     speculative: int = 0,
+    draft_policy: str = "measured",
     forced: bool = True,
 ) -> GenerationResult:
     """Decode continuations of ``prompts`` (lists of token ids) with ``model``.
@@ -83,8 +84,12 @@ def generate(
     filtering among the allowed tokens would have excluded it.
     ``speculative`` (argmax/sample): drafts of up to that many tokens from
     checkers that have ``propose(max_tokens)``, verified in one forward pass;
-    the output is the same as without drafts. ``forced``: the fast path for
-    tokens the constraint forces (argmax/sample).
+    the output is the same as without drafts; ``draft_policy``:
+    ``"measured"`` feeds a pass's drafts only when they are expected to
+    pay on this model and device (from the rows' acceptance so far and the
+    loop's own pass times; see :mod:`.drafts`), ``"always"`` whenever every
+    row has one.
+    ``forced``: the fast path for tokens the constraint forces (argmax/sample).
     """
     decoder = decoder or argmax()
     params = Sampling(top_k, top_p, repetition_penalty, frequency_penalty, presence_penalty)
@@ -107,7 +112,8 @@ def generate(
         if min(p) < 0 or max(p) >= model.width:
             raise ValueError(f"prompt {i} has ids outside [0, {model.width})")
     compiled, checkers = _resolve(constraint, vocab, backend, len(prompts))
-    loop = _Loop(model, vocab, decoder, params, max_len, seed, opportunistic, speculative, forced)
+    drafts = Drafts(speculative, max_len, vocab.eos_ids, draft_policy)
+    loop = _Loop(model, vocab, decoder, params, max_len, seed, opportunistic, drafts, forced)
     return loop.run(prompts, compiled, checkers)
 
 
@@ -139,6 +145,17 @@ def _is_checker(obj: Any) -> bool:
     return all(callable(getattr(obj, name, None)) for name in _CHECKER_METHODS)
 
 
+def _mix(seed: int, index: int) -> int:
+    """A 63-bit seed from a row's seed and a token index (splitmix64's
+    finalizer: nearby inputs give unrelated seeds)."""
+    z = (seed + (index + 1) * 0x9E3779B97F4A7C15) & _U64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _U64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _U64
+    return (z ^ (z >> 31)) >> 1
+
+
+_U64 = (1 << 64) - 1
+
 _CHECKER_METHODS = ("update", "fill_mask", "accepts", "is_accepting", "rollback", "fork")
 
 
@@ -146,18 +163,20 @@ class _Loop:
     """One ``generate`` call: settings, the batch, and the step for its decoder
     (:class:`~.sampling.SampleStep` or :class:`~.beams.BeamStep`)."""
 
-    def __init__(self, model, vocab, decoder, params, max_len, seed, opportunistic, spec, forced):
+    def __init__(self, model, vocab, decoder, params, max_len, seed, opportunistic, drafts, forced):
         self.model, self.vocab, self.decoder, self.params = model, vocab, decoder, params
         self.max_len = max_len
-        self.opportunistic, self.speculative = opportunistic, spec
+        self.opportunistic, self.speculative = opportunistic, drafts.speculative
         self.forced = forced and not decoder.is_beam
         self.device = model.device
-        # Random draws come from one generator per sequence (per prompt for
-        # beam_sample), so a sequence's output does not depend on its batch.
+        # Random draws: a sequence's token at index n is drawn from a
+        # generator seeded by (seed, sequence, n), so its output depends
+        # neither on its batch nor on how many positions a pass judged
+        # (drafts); beam_sample draws from one generator per prompt.
         self.seed = seed if seed is not None else int(np.random.SeedSequence().generate_state(1)[0])
         self.eos = vocab.eos_ids
         self.buffer = MaskBuffer(vocab.size, self.device)
-        self.drafts = Drafts(spec, max_len, self.eos)
+        self.drafts = drafts
         self.step = BeamStep(self) if decoder.is_beam else SampleStep(self)
 
     # -- set-up and teardown -----------------------------------------------------
@@ -173,24 +192,32 @@ class _Loop:
             for j in range(n):
                 checker = None if checkers is None else checkers[p].fork()
                 row = Row(p, j, checker, list(prompt))
-                row.generator = self._generator(p, j)
+                row.noise_seed = self._seed(p, j)
                 if self.decoder.is_beam and j:
                     row.score = -math.inf  # identical beams: expand only the first
                 if self.speculative and checker is not None:
                     self.drafts.start(row)  # a draft can ride along with the prompt
                 rows.append(row)
-        self.prompt_generators = [self._generator(p, -1) for p in range(len(prompts))]
+        self.prompt_generators = [
+            torch.Generator(device=self.device).manual_seed(self._seed(p, -1))
+            for p in range(len(prompts))
+        ]
         self.batch = Batch(self.model, rows, prompts, self.params)
+        self.passes = 0
         steps = []
         while self.batch.rows:
             steps.append(self._step())
         outputs = self._collect()
         return GenerationResult(outputs, steps, time.perf_counter() - start)
 
-    def _generator(self, prompt: int, slot: int) -> torch.Generator:
+    def _seed(self, prompt: int, slot: int) -> int:
         entropy = [self.seed, prompt, slot + 1]
-        state = int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0] >> 1)
-        return torch.Generator(device=self.device).manual_seed(state)
+        return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0] >> 1)
+
+    def position_generator(self, row: Row, index: int) -> torch.Generator:
+        """The generator of ``row``'s token at ``index`` (0: the first one
+        generated): seeded by the row's seed and ``index`` alone."""
+        return torch.Generator(device=self.device).manual_seed(_mix(row.noise_seed, index))
 
     def _collect(self) -> list[list[Generation]]:
         if self.decoder.is_beam:
@@ -228,9 +255,9 @@ class _Loop:
 
     # -- one iteration ---------------------------------------------------------------
     def _step(self) -> StepRecord:
+        start = time.perf_counter()
         rows = self.batch.rows
-        if self.speculative:
-            self.drafts.hold_back(rows)
+        drafted = self.speculative and self.drafts.hold_back(rows)
         chunks = [row.pending + row.draft for row in rows]
         rec = StepRecord(rows=len(rows), fed=sum(map(len, chunks)))
         rec.drafted = sum(len(row.draft) for row in rows)
@@ -247,6 +274,11 @@ class _Loop:
             ]
             self.step(logits, where, rec)
         self.batch.time_forward(rec)
+        if rec.drafted:
+            self.batch.trim()
+        if self.speculative and self.passes:  # (the first pass feeds the prompts)
+            self.drafts.timed(drafted, rec.fed, time.perf_counter() - start)
+        self.passes += 1
         self._compact()
         return rec
 

@@ -4,7 +4,9 @@ The loop feeds each row a chunk of new tokens per call. Rows advance by
 different amounts (forced tokens, speculative drafts, right padding), so
 instead of per-row cache lengths the loop keeps one attention mask over every
 cache slot: slot ``j`` of row ``b`` is attended iff ``attention_mask[b, j]``
-is 1. Padding and rejected draft tokens stay in the cache, masked out forever.
+is 1. Padding and rejected draft tokens stay in the cache, masked out forever
+(trailing slots that every row gave up are dropped where the model can:
+:func:`drop_slots`).
 ``position_ids`` count only the attended tokens before a slot, so a row's
 positions are what they would be without the padding.
 """
@@ -48,3 +50,12 @@ class CausalLM(Protocol):
     def select_rows(self, cache: Any, rows: torch.Tensor) -> Any:
         """The cache restricted to ``rows`` (a 1-D long tensor, repeats allowed),
         in that order: drops finished rows and reorders beams."""
+
+
+def drop_slots(model: CausalLM, cache: Any, count: int) -> Any | None:
+    """The cache without its last ``count`` slots (every row), or ``None``
+    when ``model`` cannot drop them: a model may define
+    ``drop_slots(cache, count)`` (optional; without it, slots the loop gave
+    up stay in the cache, masked out)."""
+    drop = getattr(model, "drop_slots", None)
+    return None if drop is None else drop(cache, count)

@@ -54,7 +54,7 @@ class SampleStep:
         x[:, loop.vocab.size :] = float("-inf")
         noise = None
         if loop.decoder.is_random:
-            noise = gumbel_rows(x, [rows[where[j][0]].generator for j in judged])
+            noise = gumbel_rows(x, [self._generator(where[j], j in forced_at) for j in judged])
         shaped_raw = shape(x, loop.decoder, params)
         free_ids = _argmax(shaped_raw, noise)
         free = free_ids.tolist()
@@ -92,6 +92,18 @@ class SampleStep:
             picks = chosen.tolist()
             rec.sample += time.perf_counter() - t0
         self._advance(flat, where, picks, free, logp, rec)
+
+    def _generator(self, at: tuple[int, int], forced: bool) -> torch.Generator:
+        """The generator of the token judged at ``at`` (row, position in the
+        pass): its index in the row's output counts the pending tokens
+        (already in ``row.tokens``) and the draft tokens before it; a forced
+        chain's first token was appended with the chain."""
+        row = self.loop.batch.rows[at[0]]
+        if forced:
+            index = len(row.tokens) - row.forced_now
+        else:
+            index = len(row.tokens) + at[1] - (len(row.pending) - 1)
+        return self.loop.position_generator(row, index)
 
     def _triage(self, bitmask: torch.Tensor, where, forced_at: dict, rec: StepRecord) -> None:
         """Finish rows that allow only EOS or nothing; append forced tokens."""

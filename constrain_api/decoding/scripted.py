@@ -122,6 +122,12 @@ class ScriptedLM:
             return None
         return target[n] if n < len(target) else self.eos_id
 
+    def drop_slots(self, cache: list[_RowState], count: int) -> list[_RowState]:
+        """The states without their last ``count`` slots."""
+        for state in cache:
+            del state.fed[len(state.fed) - count :]
+        return cache
+
     def select_rows(self, cache: list[_RowState], rows: torch.Tensor) -> list[_RowState]:
         """States of ``rows`` (copies, so repeated rows evolve independently)."""
         return [replace(cache[r], fed=list(cache[r].fed)) for r in rows.tolist()]

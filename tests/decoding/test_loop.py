@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 
 import jsonschema
 import lark
+import numpy as np
 import pytest
 import torch
 from constrain_conformance.corpus import CASES, small_vocabulary
@@ -30,7 +32,9 @@ from constrain_api.decoding import (
     sample,
     tiny_model,
 )
+from constrain_api.decoding.batch import Row
 from constrain_api.decoding.decoders import Sampling, apply_penalties_, filter_
+from constrain_api.decoding.drafts import DraftCost, expected_advance
 
 DECODERS = [argmax(), sample(3, 1.0), beam(3), beam_sample(3, 1.0)]
 
@@ -387,7 +391,8 @@ def test_speculative_drafts_verify_to_the_same_output(vocab, model, compiled, go
     (expected,) = plain.sequences
     script = expected.token_ids if good else vocab.encode('{"name":"bob","age":7,"ok":false}')
     checker = Drafting(base.checker(), script)
-    spec = generate(model, vocab, [[vocab.eos_id]], [checker], argmax(), speculative=4)
+    spec = generate(model, vocab, [[vocab.eos_id]], [checker], argmax(), speculative=4,
+                    draft_policy="always")  # fmt: skip
     (g,) = spec.sequences
     assert g.token_ids == expected.token_ids
     assert g.score == pytest.approx(expected.score, abs=1e-3)
@@ -421,7 +426,7 @@ def test_drafts_follow_how_the_last_ones_fared(vocab, right_from, drafted, resum
     script = b * wrong + target[wrong:]
     checker = Drafting(compiled.checker(), script)
     spec = generate(lm, vocab, [[vocab.eos_id]], [checker], argmax(), speculative=4,
-                    forced=False)  # fmt: skip
+                    draft_policy="always", forced=False)  # fmt: skip
     assert spec.sequences[0].token_ids == target
     totals, passes = spec.totals(), plain.totals()["forward_passes"]
     if drafted is not None:  # the first draft of 4, then guesses only
@@ -449,11 +454,11 @@ def test_a_batch_feeds_drafts_only_when_every_row_has_one(vocab):
     silent = compiled.checker()  # (naive's checkers propose nothing)
     assert not hasattr(silent, "propose")
     mixed = generate(lm, vocab, prompts, [Drafting(compiled.checker(), target), silent],
-                     argmax(), speculative=4, forced=False)  # fmt: skip
+                     argmax(), speculative=4, draft_policy="always", forced=False)  # fmt: skip
     assert [g.token_ids for g in mixed.sequences] == [target, target]
     assert mixed.totals()["drafted"] == 0 and mixed.totals()["forward_passes"] == passes
     both = generate(lm, vocab, prompts, [Drafting(compiled.checker(), target)] * 2,
-                    argmax(), speculative=4, forced=False)  # fmt: skip
+                    argmax(), speculative=4, draft_policy="always", forced=False)  # fmt: skip
     assert [g.token_ids for g in both.sequences] == [target, target]
     assert both.totals()["accepted"] > 0 and both.totals()["forward_passes"] < passes
 
@@ -469,12 +474,185 @@ def test_speculative_sampling_keeps_the_distribution(vocab, model):
     assert 0.05 < shares[letter] < 0.95  # the test means something only if it is not sure
     checker = Drafting(compiled.checker(), vocab.encode(letter.decode()))
     spec = generate(
-        model, vocab, [[vocab.eos_id]], [checker], sample(n, 3.0), speculative=1, seed=1
+        model,
+        vocab,
+        [[vocab.eos_id]],
+        [checker],
+        sample(n, 3.0),
+        speculative=1,
+        seed=1,
+        draft_policy="always",
     )
     share_spec = sum(g.data[:1] == letter for g in spec.sequences) / n
     assert spec.totals()["drafted"] >= n
     assert abs(share_spec - shares[letter]) < 0.1
     assert all(re.fullmatch(rb"[abc]x", g.data) for g in spec.sequences)
+
+
+@pytest.mark.parametrize("good", [True, False], ids=["right-drafts", "wrong-drafts"])
+def test_speculative_sampling_draws_what_plain_sampling_draws(vocab, model, compiled, good):
+    """A token's random draw depends on its index in the output, not on the
+    pass that judged it: sampling with drafts gives the tokens sampling
+    without them gives, for the same seed (drafts right or wrong)."""
+    base = compiled["json_schema"]
+    decoder = sample(1, 2.0)
+    prompts = [[vocab.eos_id], [vocab.eos_id]]
+    plain = generate(model, vocab, prompts, base, decoder, seed=7, max_len=40)
+    scripts = [g.token_ids for g in plain.sequences]
+    assert scripts[0] != scripts[1]  # the draws differ by row
+    if not good:
+        scripts = [vocab.encode('{"name":"bob","age":7,"ok":false}')] * 2
+    checkers = [Drafting(base.checker(), script) for script in scripts]
+    spec = generate(model, vocab, prompts, checkers, decoder, seed=7, max_len=40,
+                    speculative=4, draft_policy="always")  # fmt: skip
+    assert spec.totals()["drafted"] > 0
+    if good:
+        assert spec.totals()["forward_passes"] < plain.totals()["forward_passes"]
+    assert _tokens(spec) == _tokens(plain)
+
+
+class PacedLM:
+    """A scripted model whose forward pass sleeps ``base`` seconds plus
+    ``per_slot`` per token fed beyond one per row: what drafts cost it."""
+
+    def __init__(self, inner, base: float, per_slot: float):
+        self.inner, self.base, self.per_slot = inner, base, per_slot
+        self.width, self.device = inner.width, inner.device
+
+    def forward(self, input_ids, attention_mask, position_ids, cache):
+        rows, width = input_ids.shape
+        time.sleep(self.base + self.per_slot * rows * (width - 1))
+        return self.inner.forward(input_ids, attention_mask, position_ids, cache)
+
+    def select_rows(self, cache, rows):
+        return self.inner.select_rows(cache, rows)
+
+
+@pytest.mark.parametrize("pays", [True, False], ids=["wide-passes-cheap", "wide-passes-dear"])
+def test_measured_drafts_are_fed_only_while_they_pay(vocab, pays):
+    """Drafts that are always right: on a model whose pass costs the same
+    at any width they are kept (as many passes as always feeding them, give
+    or take a re-measured plain pass); on one whose pass costs 25 times more
+    with a draft of four than without, a drafted pass advances five tokens
+    at that cost, so after trying them the loop decodes without drafts but
+    for rare re-measurements. The output is the same either way."""
+    target = vocab.encode("a") * 24
+    compiled = ca.get("naive").compile(ca.Regex("[ab]{24}"), vocab)
+
+    def run(policy):
+        lm = ScriptedLM([*target, vocab.eos_id], width=vocab.size, eos_id=vocab.eos_id,
+                        prompt_length=1)  # fmt: skip
+        paced = PacedLM(lm, 0.002, 0.0 if pays else 0.012)
+        return generate(paced, vocab, [[vocab.eos_id]], [Drafting(compiled.checker(), target)],
+                        argmax(), speculative=4, draft_policy=policy, forced=False)  # fmt: skip
+
+    always, measured = run("always"), run("measured")
+    assert _tokens(always) == _tokens(measured) == [target]
+    passes = always.totals()["forward_passes"]
+    drafted_passes = sum(1 for s in measured.steps if s.drafted)
+    if pays:
+        assert measured.totals()["forward_passes"] <= passes + 2
+        assert drafted_passes >= passes - 3
+    else:
+        assert drafted_passes <= 3  # the first try, then re-measurements every 8, 16, ... passes
+        assert measured.totals()["forward_passes"] > passes + 5
+        assert measured.seconds < always.seconds
+
+
+class MaskRecorder(PacedLM):
+    """Records, per forward pass, the cache slots and whether every one is
+    attended; ``drop``: whether it offers ``drop_slots`` (the inner model's)."""
+
+    def __init__(self, inner, drop: bool):
+        super().__init__(inner, 0.0, 0.0)
+        self.calls: list[tuple[int, bool]] = []
+        if drop:
+            self.drop_slots = inner.drop_slots
+
+    def forward(self, input_ids, attention_mask, position_ids, cache):
+        self.calls.append((attention_mask.shape[1], bool(attention_mask.all())))
+        return super().forward(input_ids, attention_mask, position_ids, cache)
+
+
+def test_rejected_draft_slots_at_the_end_are_dropped_where_the_model_can(vocab):
+    """A row's rejected draft tokens are the cache's last slots: a model with
+    ``drop_slots`` loses them (every pass attends to all its slots, as many
+    as the tokens kept); one without keeps them masked out. Same output."""
+    a, b = vocab.encode("a"), vocab.encode("b")
+    target = a * 16
+    compiled = ca.get("naive").compile(ca.Regex("[ab]{16}"), vocab)
+    script = (a * 2 + b) * 6  # each draft of 4 kept for two tokens, then wrong
+
+    def run(drop: bool):
+        lm = ScriptedLM([*target, vocab.eos_id], width=vocab.size, eos_id=vocab.eos_id,
+                        prompt_length=1)  # fmt: skip
+        recorder = MaskRecorder(lm, drop)
+        result = generate(recorder, vocab, [[vocab.eos_id]], [Drafting(compiled.checker(), script)],
+                          argmax(), speculative=4, draft_policy="always", forced=False)  # fmt: skip
+        return result, recorder.calls
+
+    (dropped, calls), (kept, holes) = run(True), run(False)
+    assert _tokens(dropped) == _tokens(kept) == [[*target]]
+    assert dropped.totals()["drafted"] > dropped.totals()["accepted"] > 0
+    assert all(attended for _, attended in calls)
+    assert not all(attended for _, attended in holes)
+    assert calls[-1][0] < holes[-1][0]
+
+
+def _rows(n: int, right: int, wrong: int, draft: int = 4) -> list[Row]:
+    """``n`` rows whose record is ``right`` of ``right + wrong`` draft tokens,
+    each with a draft of ``draft`` tokens pending."""
+    rows = [Row(0, slot, None, [1]) for slot in range(n)]
+    for row in rows:
+        row.hits, row.tries, row.draft = right, right + wrong, [2] * draft
+    return rows
+
+
+def test_expected_advance_is_the_fewest_tokens_a_row_keeps():
+    """One row at even odds: 1 + 1/2 + 1/4 + 1/8 + 1/16. Sixteen rows right
+    four times in five: some row almost surely misses its first token. A row
+    nearly always right keeps almost all of its draft."""
+    assert expected_advance(_rows(1, 0, 0)) == pytest.approx(1.9375)
+    assert expected_advance(_rows(16, 3, 0)) < 1.05  # (3 + 1) / (3 + 2) each
+    assert expected_advance(_rows(1, 98, 0)) > 4.8
+    assert expected_advance(_rows(2, 98, 0, draft=1)) == pytest.approx(1 + (99 / 100) ** 2)
+
+
+def _simulate(rows, seconds, passes: int = 200):
+    """Drive a DraftCost through ``passes`` passes of ``rows`` (every row with
+    a draft); ``seconds(fed)``: a pass's time. The passes that carried drafts."""
+    policy, chosen = DraftCost(), []
+    fed = len(rows)
+    for _ in range(passes):
+        drafted = policy.drafts_pay(rows)
+        width = fed + (sum(len(row.draft) for row in rows) if drafted else 0)
+        policy.add(drafted, width, seconds(width))
+        chosen.append(drafted)
+    return chosen
+
+
+def test_draft_cost_weighs_the_advance_against_the_wider_pass():
+    """A row right nine times in ten expects about 4.1 tokens a drafted pass.
+    A pass costing 0.2 + fed (a drafted one 4.3 times a plain one): drafts
+    are tried, a plain pass measured, then plain passes, with a drafted one
+    re-measured once the last is 64 passes old. A pass costing 1 + fed / 10:
+    drafts, with a plain pass re-measured as rarely. Rows that keep missing
+    draft nothing and measure nothing, however cheap a wider pass."""
+    sure = _rows(1, 9, 1)
+    dear = _simulate(sure, lambda fed: 0.2 + fed)
+    assert dear[:2] == [True, False]
+    assert 3 <= sum(dear) <= 5
+    assert np.diff(np.flatnonzero(dear)).min() >= 64
+    cheap = _simulate(sure, lambda fed: 1 + fed / 10)
+    assert cheap[:3] == [True, False, True]
+    assert 194 <= sum(cheap) <= 198
+    assert not any(_simulate(_rows(16, 3, 2), lambda fed: 1.0))
+
+
+def test_draft_policy_is_checked(vocab, model, compiled):
+    with pytest.raises(ValueError, match="draft policy"):
+        generate(model, vocab, [[vocab.eos_id]], compiled["regex"], speculative=2,
+                 draft_policy="sometimes")  # fmt: skip
 
 
 # -- the transformers LogitsProcessor -------------------------------------------------------
