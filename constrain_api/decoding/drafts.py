@@ -21,11 +21,13 @@ but on a CPU each judged position costs a full-vocabulary mask, argmax and
 softmax. So by default (``policy="measured"``) a pass carries its drafts
 only when the expected advance (from each row's acceptance so far) beats
 the expected cost (a line fitted to the loop's own pass times against the
-tokens fed): :class:`DraftCost`."""
+tokens fed, kept per model across calls): :class:`DraftCost`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import statistics
+import weakref
+from collections import deque
 
 from .batch import Batch, Row
 from .results import StepRecord
@@ -36,12 +38,17 @@ class Drafts:
     each row's length set by how its drafts fared (the module docstring)."""
 
     def __init__(
-        self, speculative: int, max_len: int, eos: frozenset[int], policy: str = "measured"
+        self,
+        speculative: int,
+        max_len: int,
+        eos: frozenset[int],
+        policy: str = "measured",
+        model: object = None,
     ):
         if policy not in POLICIES:
             raise ValueError(f"draft policy must be one of {sorted(POLICIES)}, got {policy!r}")
         self.speculative, self.max_len, self.eos = speculative, max_len, eos
-        self.cost = DraftCost() if policy == "measured" else None
+        self.cost = cost_of(model) if policy == "measured" and speculative else None
         #: whether rows propose drafts (else only guesses): not while even
         #: drafts of the rows' budgets could not advance the batch enough
         self.drafting = True
@@ -99,9 +106,10 @@ class Drafts:
         longest row: while a row drafts nothing (free text), drafts of the
         others rarely take a pass off, yet widen the pass for every row
         (padding) and add positions to judge. A row whose draft is dropped
-        keeps its budget and proposes again after its next pick: a draft,
-        or only a guess while even drafts of the rows' budgets could not
-        pay (``drafting``)."""
+        keeps its budget, its first token is compared with the pick as a
+        guess, and it proposes again after the pick: a draft, or only a
+        guess while even drafts of the rows' budgets could not pay
+        (``drafting``)."""
         if self.cost is not None:
             budgets = [max(row.budget, len(row.draft)) for row in rows]
             self.drafting = expected_advance(rows, budgets) >= self.cost.margin
@@ -110,6 +118,8 @@ class Drafts:
         if all(row.draft for row in rows) and (self.cost is None or self.cost.drafts_pay(rows)):
             return True
         for row in rows:
+            if row.draft:  # its first token still tells whether drafts would hold
+                row.guess = row.draft[0]
             row.draft = []
         return False
 
@@ -121,20 +131,38 @@ class Drafts:
 
     @staticmethod
     def observe(row: Row, pick: int) -> None:
-        """The pick after a step without a draft: a guess that equals it
-        makes the row draft (one token) again."""
+        """The pick after a step without a draft: the guess (or the first
+        token of a draft held back) counts as right or wrong, and a right
+        one makes a row that drafted nothing draft one token again."""
         if row.guess is not None:
             right = row.guess == pick
             row.hits = DECAY * row.hits + right
             row.tries = DECAY * row.tries + 1
             if right:
-                row.budget = 1
+                row.budget = max(row.budget, 1)
         row.guess = None
 
 
 #: ``"measured"``: drafts fed when they are expected to pay (:class:`DraftCost`);
 #: ``"always"``: whenever every row has one.
 POLICIES = frozenset({"measured", "always"})
+
+_COSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cost_of(model: object) -> DraftCost:
+    """The :class:`DraftCost` of ``model``'s passes, kept while the model
+    lives: what a pass costs is the model's and its device's, so each
+    ``generate`` call goes on from what the last ones measured (a model that
+    cannot be weakly referenced, or ``None``, gets a fresh one)."""
+    try:
+        cost = _COSTS.get(model)
+        if cost is None:
+            cost = _COSTS[model] = DraftCost()
+    except TypeError:
+        cost = DraftCost()
+    return cost
+
 
 #: how much a row's acceptance counts keep of the past at each draft or guess
 DECAY = 0.8
@@ -165,38 +193,46 @@ def expected_advance(rows: list[Row], lengths: list[int] | None = None) -> float
     return total
 
 
-@dataclass
 class _Passes:
-    """Running means (exponential) of one kind of pass's tokens fed and seconds."""
+    """One kind of pass's last ``keep`` times and tokens fed: their medians
+    (a pass slowed by something else, the scheduler or a collection, does
+    not move them), and when it was last measured."""
 
-    fed: float = 0.0
-    seconds: float = 0.0
-    count: int = 0
-    last: int = 0  # the pass that last added to it
+    def __init__(self, keep: int):
+        self.recent: deque[tuple[int, float]] = deque(maxlen=keep)
+        self.count = 0
+        self.last = 0  # the pass that last added to it
+        self.fed = self.seconds = 0.0
 
-    def add(self, fed: int, seconds: float, weight: float, now: int) -> None:
-        w = 1.0 if self.count == 0 else weight
-        self.fed += w * (fed - self.fed)
-        self.seconds += w * (seconds - self.seconds)
+    def add(self, fed: int, seconds: float, now: int) -> None:
+        self.recent.append((fed, seconds))
         self.count += 1
         self.last = now
+        self.fed = statistics.median(f for f, _ in self.recent)
+        self.seconds = statistics.median(t for _, t in self.recent)
+
+    def stale(self, now: int, max_age: int) -> bool:
+        """Never measured, or not for a while: ``8 *`` its count of
+        measurements, at most ``max_age`` (a choice made on few passes is
+        revisited soon)."""
+        return self.count == 0 or now - self.last > min(8 * self.count, max_age)
 
 
 class DraftCost:
     """Whether a pass's drafts are expected to pay: the expected advance
     (:func:`expected_advance`; a plain pass advances one) against the cost
-    of the wider pass, from a line through the mean time of plain passes and
-    that of drafted passes against the tokens they fed (``seconds = a + b *
-    fed``: what one more token costs this model on this device). Drafts are
-    fed when the advance is at least ``margin`` times the cost ratio. An
-    advance under ``margin`` never pays. Until the line has both ends, or
-    when one end is older than ``max_age`` passes, the kind missing is
-    measured: a drafted pass (if its advance is over ``margin``), or a plain
-    one. Running means weigh the last pass by ``weight``."""
+    of the wider pass, from a line through the median time of recent plain
+    passes and that of recent drafted passes against the tokens they fed
+    (``seconds = a + b * fed``: what one more token costs this model on this
+    device). Drafts are fed when the advance is at least ``margin`` times
+    the cost ratio. An advance under ``margin`` never pays. Until the line
+    has both ends, or when one end is stale (:meth:`_Passes.stale`), the
+    kind missing is measured: a drafted pass (if its advance is over
+    ``margin``), or a plain one."""
 
-    def __init__(self, margin: float = 1.1, max_age: int = 64, weight: float = 0.3):
-        self.plain, self.drafted = _Passes(), _Passes()
-        self.margin, self.max_age, self.weight = margin, max_age, weight
+    def __init__(self, margin: float = 1.1, max_age: int = 64, keep: int = 9):
+        self.plain, self.drafted = _Passes(keep), _Passes(keep)
+        self.margin, self.max_age = margin, max_age
         self.passes = 0
 
     def drafts_pay(self, rows: list[Row]) -> bool:
@@ -205,9 +241,9 @@ class DraftCost:
         if advance < self.margin:
             return False
         now = self.passes
-        if self.drafted.count == 0 or now - self.drafted.last > self.max_age:
+        if self.drafted.stale(now, self.max_age):
             return True
-        if self.plain.count == 0 or now - self.plain.last > self.max_age:
+        if self.plain.stale(now, self.max_age):
             return False
         fed = sum(len(row.pending) for row in rows)
         wider = fed + sum(len(row.draft) for row in rows)
@@ -222,4 +258,4 @@ class DraftCost:
 
     def add(self, drafted: bool, fed: int, seconds: float) -> None:
         self.passes += 1
-        (self.drafted if drafted else self.plain).add(fed, seconds, self.weight, self.passes)
+        (self.drafted if drafted else self.plain).add(fed, seconds, self.passes)

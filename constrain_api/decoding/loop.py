@@ -112,7 +112,7 @@ def generate(
         if min(p) < 0 or max(p) >= model.width:
             raise ValueError(f"prompt {i} has ids outside [0, {model.width})")
     compiled, checkers = _resolve(constraint, vocab, backend, len(prompts))
-    drafts = Drafts(speculative, max_len, vocab.eos_ids, draft_policy)
+    drafts = Drafts(speculative, max_len, vocab.eos_ids, draft_policy, model)
     loop = _Loop(model, vocab, decoder, params, max_len, seed, opportunistic, drafts, forced)
     return loop.run(prompts, compiled, checkers)
 

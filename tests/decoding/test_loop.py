@@ -531,32 +531,36 @@ class PacedLM:
 @pytest.mark.parametrize("pays", [True, False], ids=["wide-passes-cheap", "wide-passes-dear"])
 def test_measured_drafts_are_fed_only_while_they_pay(vocab, pays):
     """Drafts that are always right: on a model whose pass costs the same
-    at any width they are kept (as many passes as always feeding them, give
-    or take a re-measured plain pass); on one whose pass costs 25 times more
-    with a draft of four than without, a drafted pass advances five tokens
-    at that cost, so after trying them the loop decodes without drafts but
-    for rare re-measurements. The output is the same either way."""
+    at any width they are kept (a plain pass measured now and then); on one
+    whose pass costs 25 times more with a draft of four than without, a
+    drafted pass advances five tokens at that cost, so after trying them
+    (with the prompt, then once timed) the loop decodes without drafts but
+    for a re-measured one now and then. What a pass costs is kept with the
+    model: a second call goes on from it. The output is the same either way."""
     target = vocab.encode("a") * 24
     compiled = ca.get("naive").compile(ca.Regex("[ab]{24}"), vocab)
+    lm = ScriptedLM([*target, vocab.eos_id], width=vocab.size, eos_id=vocab.eos_id,
+                    prompt_length=1)  # fmt: skip
+    paced = PacedLM(lm, 0.02, 0.0) if pays else PacedLM(lm, 0.005, 0.03)
 
     def run(policy):
-        lm = ScriptedLM([*target, vocab.eos_id], width=vocab.size, eos_id=vocab.eos_id,
-                        prompt_length=1)  # fmt: skip
-        paced = PacedLM(lm, 0.002, 0.0 if pays else 0.012)
         return generate(paced, vocab, [[vocab.eos_id]], [Drafting(compiled.checker(), target)],
                         argmax(), speculative=4, draft_policy=policy, forced=False)  # fmt: skip
 
-    always, measured = run("always"), run("measured")
-    assert _tokens(always) == _tokens(measured) == [target]
+    always, first, again = run("always"), run("measured"), run("measured")
+    assert _tokens(always) == _tokens(first) == _tokens(again) == [target]
     passes = always.totals()["forward_passes"]
-    drafted_passes = sum(1 for s in measured.steps if s.drafted)
+    drafted = [sum(1 for s in r.steps if s.drafted) for r in (first, again)]
     if pays:
-        assert measured.totals()["forward_passes"] <= passes + 2
-        assert drafted_passes >= passes - 3
+        # (without drafts: 25 passes; a plain pass or two measured, and
+        # passes held up by other processes moving the medians a little)
+        assert first.totals()["forward_passes"] <= passes + 3
+        assert again.totals()["forward_passes"] <= passes + 2
+        assert drafted[1] >= again.totals()["forward_passes"] - 2
     else:
-        assert drafted_passes <= 3  # the first try, then re-measurements every 8, 16, ... passes
-        assert measured.totals()["forward_passes"] > passes + 5
-        assert measured.seconds < always.seconds
+        assert drafted[0] <= 4 and drafted[1] <= 2  # tried, then re-measured now and then
+        assert again.totals()["forward_passes"] >= len(target) - 8
+        assert first.seconds < always.seconds and again.seconds < always.seconds
 
 
 class MaskRecorder(PacedLM):
@@ -635,18 +639,31 @@ def test_draft_cost_weighs_the_advance_against_the_wider_pass():
     """A row right nine times in ten expects about 4.1 tokens a drafted pass.
     A pass costing 0.2 + fed (a drafted one 4.3 times a plain one): drafts
     are tried, a plain pass measured, then plain passes, with a drafted one
-    re-measured once the last is 64 passes old. A pass costing 1 + fed / 10:
-    drafts, with a plain pass re-measured as rarely. Rows that keep missing
-    draft nothing and measure nothing, however cheap a wider pass."""
+    re-measured after 8 times as many passes as it has measurements, then
+    every 64. A pass costing 1 + fed / 10: drafts, with a plain pass
+    re-measured as rarely. Rows that keep missing draft nothing and measure
+    nothing, however cheap a wider pass."""
     sure = _rows(1, 9, 1)
     dear = _simulate(sure, lambda fed: 0.2 + fed)
     assert dear[:2] == [True, False]
-    assert 3 <= sum(dear) <= 5
-    assert np.diff(np.flatnonzero(dear)).min() >= 64
+    assert list(np.diff(np.flatnonzero(dear))) == [10, 18, 26, 34, 42, 50]
     cheap = _simulate(sure, lambda fed: 1 + fed / 10)
     assert cheap[:3] == [True, False, True]
-    assert 194 <= sum(cheap) <= 198
+    assert list(np.diff(np.flatnonzero(np.logical_not(cheap)))) == [10, 18, 26, 34, 42, 50]
     assert not any(_simulate(_rows(16, 3, 2), lambda fed: 1.0))
+
+
+def test_draft_cost_is_not_moved_by_a_slow_pass():
+    """Passes slowed now and then by something else (every fifth, ten times
+    slower) do not turn cheap drafts off: the medians of recent passes set
+    the line."""
+    sure = _rows(1, 9, 1)
+    count = iter(range(10**6))
+
+    def seconds(fed):
+        return (1 + fed / 10) * (10 if next(count) % 5 == 4 else 1)
+
+    assert sum(_simulate(sure, seconds)) >= 190
 
 
 def test_draft_policy_is_checked(vocab, model, compiled):
