@@ -25,6 +25,7 @@ tokens fed, kept per model across calls): :class:`DraftCost`."""
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import weakref
 from collections import deque
@@ -53,11 +54,28 @@ class Drafts:
         #: drafts of the rows' budgets could not advance the batch enough
         self.drafting = True
 
-    def start(self, row: Row) -> None:
+    def start(self, row: Row, constraint: object = None) -> None:
         """A new row drafts the full length first (a draft can ride along
-        with the prompt, when it pays)."""
+        with the prompt, when it pays), its acceptance record starting from
+        what the rows of ``constraint`` (a compiled constraint) earned in
+        earlier calls (:func:`remember`)."""
         row.budget = self.speculative
+        prior = None
+        with contextlib.suppress(TypeError):  # (None, or not weakly referable)
+            prior = _PRIORS.get(constraint)
+        if prior is not None:
+            row.hits, row.tries = PRIOR_WEIGHT * prior, PRIOR_WEIGHT
         self.propose(row)
+
+    def remember(self, rows: list[Row], constraint: object) -> None:
+        """Keep the mean acceptance of ``rows`` (those that drafted or
+        guessed) as the prior of ``constraint``'s next rows."""
+        if self.cost is None or constraint is None:
+            return
+        rates = [row.hits / row.tries for row in rows if row.tries > 0]
+        if rates:
+            with contextlib.suppress(TypeError):  # (not weakly referable)
+                _PRIORS[constraint] = sum(rates) / len(rates)
 
     def propose(self, row: Row) -> None:
         """Set ``row.draft`` to what its checker proposes and would accept,
@@ -148,6 +166,10 @@ class Drafts:
 POLICIES = frozenset({"measured", "always"})
 
 _COSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PRIORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: how many draft tokens a row's prior from earlier calls counts as
+PRIOR_WEIGHT = 3.0
 
 
 def cost_of(model: object) -> DraftCost:
@@ -212,10 +234,14 @@ class _Passes:
         self.seconds = statistics.median(t for _, t in self.recent)
 
     def stale(self, now: int, max_age: int) -> bool:
-        """Never measured, or not for a while: ``8 *`` its count of
+        """Never measured, or not for a while: ``16 *`` its count of
         measurements, at most ``max_age`` (a choice made on few passes is
-        revisited soon)."""
-        return self.count == 0 or now - self.last > min(8 * self.count, max_age)
+        revisited sooner)."""
+        return self.count == 0 or now - self.last > min(16 * self.count, max_age)
+
+
+#: a choice within this factor of the other is re-measured (:class:`DraftCost`)
+CLOSE = 2.0
 
 
 class DraftCost:
@@ -225,10 +251,12 @@ class DraftCost:
     passes and that of recent drafted passes against the tokens they fed
     (``seconds = a + b * fed``: what one more token costs this model on this
     device). Drafts are fed when the advance is at least ``margin`` times
-    the cost ratio. An advance under ``margin`` never pays. Until the line
-    has both ends, or when one end is stale (:meth:`_Passes.stale`), the
-    kind missing is measured: a drafted pass (if its advance is over
-    ``margin``), or a plain one."""
+    the cost ratio; an advance under ``margin`` never pays. Drafts are tried
+    first; a plain pass is then measured unless drafts would pay even if a
+    pass cost in proportion to its tokens. When the call is close (the
+    advance within a factor :data:`CLOSE` of ``margin`` times the ratio),
+    the kind not chosen is measured again once stale
+    (:meth:`_Passes.stale`)."""
 
     def __init__(self, margin: float = 1.1, max_age: int = 64, keep: int = 9):
         self.plain, self.drafted = _Passes(keep), _Passes(keep)
@@ -240,14 +268,19 @@ class DraftCost:
         advance = expected_advance(rows)
         if advance < self.margin:
             return False
-        now = self.passes
-        if self.drafted.stale(now, self.max_age):
+        if self.drafted.count == 0:
             return True
-        if self.plain.stale(now, self.max_age):
-            return False
         fed = sum(len(row.pending) for row in rows)
         wider = fed + sum(len(row.draft) for row in rows)
-        return advance >= self.margin * self.cost(wider) / self.cost(fed)
+        if self.plain.count == 0:  # unless drafts pay even if cost grew with width
+            return advance >= self.margin * wider / fed  # (else: measure a plain pass)
+        gain = advance / (self.margin * self.cost(wider) / self.cost(fed))
+        choice = gain >= 1.0
+        if 1 / CLOSE <= gain <= CLOSE:  # a close call: re-measure the other kind when stale
+            other = self.plain if choice else self.drafted
+            if other.stale(self.passes, self.max_age):
+                return not choice
+        return choice
 
     def cost(self, fed: float) -> float:
         """Predicted seconds of a pass feeding ``fed`` tokens (not below the

@@ -196,7 +196,7 @@ class _Loop:
                 if self.decoder.is_beam and j:
                     row.score = -math.inf  # identical beams: expand only the first
                 if self.speculative and checker is not None:
-                    self.drafts.start(row)  # a draft can ride along with the prompt
+                    self.drafts.start(row, compiled)  # a draft can ride along with the prompt
                 rows.append(row)
         self.prompt_generators = [
             torch.Generator(device=self.device).manual_seed(self._seed(p, -1))
@@ -207,6 +207,8 @@ class _Loop:
         steps = []
         while self.batch.rows:
             steps.append(self._step())
+        if self.speculative:
+            self.drafts.remember(rows, compiled)
         outputs = self._collect()
         return GenerationResult(outputs, steps, time.perf_counter() - start)
 

@@ -34,7 +34,7 @@ from constrain_api.decoding import (
 )
 from constrain_api.decoding.batch import Row
 from constrain_api.decoding.decoders import Sampling, apply_penalties_, filter_
-from constrain_api.decoding.drafts import DraftCost, expected_advance
+from constrain_api.decoding.drafts import DraftCost, Drafts, acceptance, expected_advance
 
 DECODERS = [argmax(), sample(3, 1.0), beam(3), beam_sample(3, 1.0)]
 
@@ -637,20 +637,38 @@ def _simulate(rows, seconds, passes: int = 200):
 
 def test_draft_cost_weighs_the_advance_against_the_wider_pass():
     """A row right nine times in ten expects about 4.1 tokens a drafted pass.
-    A pass costing 0.2 + fed (a drafted one 4.3 times a plain one): drafts
-    are tried, a plain pass measured, then plain passes, with a drafted one
-    re-measured after 8 times as many passes as it has measurements, then
-    every 64. A pass costing 1 + fed / 10: drafts, with a plain pass
-    re-measured as rarely. Rows that keep missing draft nothing and measure
-    nothing, however cheap a wider pass."""
+    A pass costing 0.2 + fed (a drafted one 4.3 times a plain one, a close
+    call): drafts are tried, a plain pass measured, then plain passes, with
+    a drafted one re-measured after 16 times as many passes as it has
+    measurements, at most 64. A pass costing 1 + fed / 3 (drafted 2 times
+    plain): drafts, a plain pass re-measured as often. A pass costing
+    1 + fed / 10: drafts, by far; nothing re-measured. Rows that keep
+    missing draft nothing and measure nothing, however cheap a wider pass."""
     sure = _rows(1, 9, 1)
     dear = _simulate(sure, lambda fed: 0.2 + fed)
     assert dear[:2] == [True, False]
-    assert list(np.diff(np.flatnonzero(dear))) == [10, 18, 26, 34, 42, 50]
+    assert list(np.diff(np.flatnonzero(dear))) == [18, 34, 50, 66]
+    close = _simulate(sure, lambda fed: 1 + fed / 3)
+    assert close[:3] == [True, False, True]
+    assert list(np.diff(np.flatnonzero(np.logical_not(close)))) == [18, 34, 50, 66]
     cheap = _simulate(sure, lambda fed: 1 + fed / 10)
-    assert cheap[:3] == [True, False, True]
-    assert list(np.diff(np.flatnonzero(np.logical_not(cheap)))) == [10, 18, 26, 34, 42, 50]
+    assert cheap[:3] == [True, False, True] and sum(cheap) == len(cheap) - 1
     assert not any(_simulate(_rows(16, 3, 2), lambda fed: 1.0))
+
+
+def test_new_rows_start_from_what_the_constraints_rows_earned(vocab):
+    """A row of a constraint whose earlier rows were right nine times in ten
+    starts with that record (worth three tokens), so a draft can ride along
+    with its prompt; a row of another constraint starts at even odds."""
+    drafts = Drafts(4, 64, frozenset({vocab.eos_id}))
+    seen, other = ca.get("naive").compile(ca.Regex("a+"), vocab), object()
+    earlier = _rows(2, 9, 1)
+    drafts.remember(earlier, seen)
+    fresh, known = Row(0, 0, None, [1]), Row(0, 1, None, [1])
+    drafts.start(fresh, other)
+    drafts.start(known, seen)
+    assert acceptance(fresh) == 0.5
+    assert acceptance(known) == pytest.approx((3 * 0.9 + 1) / 5)
 
 
 def test_draft_cost_is_not_moved_by_a_slow_pass():
