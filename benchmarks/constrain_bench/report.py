@@ -364,7 +364,9 @@ def _speculative_table(results: Results, vocab: str) -> list[str]:
         "",
         f"The same loop and model, drafts of up to {first.get('speculative', '?')} tokens "
         "from the checker (`generate(..., speculative=s)`, backends with the `propose` "
-        "feature), verified in one forward pass: under argmax the output is the same token "
+        'feature; the default `draft_policy="measured"` feeds a pass\'s drafts only when '
+        "their expected advance beats the pass's measured cost, docs/decoding.md), "
+        "verified in one forward pass: under argmax the output is the same token "
         "for token (the benchmark checks it). Each round runs the constrained loop without "
         "drafts then with them; the speed-up is the median of the rounds' ratios (their "
         "range in parentheses): below 1, drafts cost more than they save.",
