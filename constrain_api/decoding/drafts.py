@@ -204,7 +204,7 @@ def expected_advance(rows: list[Row], lengths: list[int] | None = None) -> float
     chances = [acceptance(row) for row in rows]
     if lengths is None:
         lengths = [len(row.draft) for row in rows]
-    total, joint = 1.0, 1.0
+    total = 1.0
     for k in range(1, min(lengths, default=0) + 1):
         joint = 1.0
         for p in chances:
@@ -230,8 +230,9 @@ class _Passes:
         self.recent.append((fed, seconds))
         self.count += 1
         self.last = now
-        self.fed = statistics.median(f for f, _ in self.recent)
-        self.seconds = statistics.median(t for _, t in self.recent)
+        recent = list(self.recent)  # (one step: calls on one model may run in threads)
+        self.fed = statistics.median(f for f, _ in recent)
+        self.seconds = statistics.median(t for _, t in recent)
 
     def stale(self, now: int, max_age: int) -> bool:
         """Never measured, or not for a while: ``16 *`` its count of
@@ -284,7 +285,7 @@ class DraftCost:
 
     def cost(self, fed: float) -> float:
         """Predicted seconds of a pass feeding ``fed`` tokens (not below the
-        plain passes' mean: a wider pass is never cheaper)."""
+        plain passes' median: a wider pass is never cheaper)."""
         p, d = self.plain, self.drafted
         slope = (d.seconds - p.seconds) / (d.fed - p.fed) if d.fed > p.fed else 0.0
         return max(p.seconds + max(slope, 0.0) * (fed - p.fed), p.seconds, 1e-9)
