@@ -53,6 +53,7 @@ class Drafts:
         #: whether rows propose drafts (else only guesses): not while even
         #: drafts of the rows' budgets could not advance the batch enough
         self.drafting = True
+        self.passes = 0  # (passes asked about)
 
     def start(self, row: Row, constraint: object = None) -> None:
         """A new row drafts the full length first (a draft can ride along
@@ -80,12 +81,18 @@ class Drafts:
     def propose(self, row: Row) -> None:
         """Set ``row.draft`` to what its checker proposes and would accept,
         at most ``row.budget`` tokens; a row whose budget is 0 only guesses
-        (``row.guess``)."""
+        (``row.guess``), and while drafts could not pay (``drafting``) every
+        row guesses after one pass in :data:`GUESS_EVERY`."""
         room = self.max_len - len(row.tokens) - 1
         propose = getattr(row.checker, "propose", None)
         if not self.speculative or room <= 0 or propose is None:
             return
-        if row.budget == 0 or not self.drafting:
+        if not self.drafting:  # a guess now and then keeps the row's record moving
+            if self.passes % GUESS_EVERY == 0:
+                guess = propose(1)
+                row.guess = int(guess[0]) if guess else None
+            return
+        if row.budget == 0:
             guess = propose(1)
             row.guess = int(guess[0]) if guess else None
             return
@@ -128,6 +135,7 @@ class Drafts:
         guess, and it proposes again after the pick: a draft, or only a
         guess while even drafts of the rows' budgets could not pay
         (``drafting``)."""
+        self.passes += 1
         if self.cost is not None:
             budgets = [max(row.budget, len(row.draft)) for row in rows]
             self.drafting = expected_advance(rows, budgets) >= self.cost.margin
@@ -185,6 +193,10 @@ def cost_of(model: object) -> DraftCost:
         cost = DraftCost()
     return cost
 
+
+#: while drafts could not pay, rows guess after one pass in this many: a
+#: guess costs a ``propose(1)`` per row, a tenth of a pass on a small model
+GUESS_EVERY = 4
 
 #: how much a row's acceptance counts keep of the past at each draft or guess
 DECAY = 0.8

@@ -671,6 +671,39 @@ def test_new_rows_start_from_what_the_constraints_rows_earned(vocab):
     assert acceptance(known) == pytest.approx((3 * 0.9 + 1) / 5)
 
 
+def test_rows_guess_now_and_then_while_drafts_could_not_pay(vocab):
+    """Sixteen rows whose drafts always miss: even full drafts could not
+    advance the batch, so each row asks its checker for a guess after one
+    pass in four, not every pass (a guess costs a ``propose``). Same output."""
+    target = vocab.encode("a") * 16
+    compiled = ca.get("naive").compile(ca.Regex("[ab]{16}"), vocab)
+    calls: list[int] = []
+
+    class Counting(Drafting):
+        def propose(self, max_tokens):
+            calls.append(max_tokens)
+            return super().propose(max_tokens)
+
+        def fork(self):
+            return Counting(self.inner.fork(), self.script)
+
+    def run(policy):
+        calls.clear()
+        lm = ScriptedLM([*target, vocab.eos_id], width=vocab.size, eos_id=vocab.eos_id,
+                        prompt_length=1)  # fmt: skip
+        checker = Counting(compiled.checker(), vocab.encode("b") * 16)
+        result = generate(lm, vocab, [[vocab.eos_id]] * 16, [checker] * 16, argmax(),
+                          speculative=4, draft_policy=policy, forced=False)  # fmt: skip
+        return result, len(calls)
+
+    (always, asked_always), (measured, asked) = run("always"), run("measured")
+    assert _tokens(always) == _tokens(measured) == [target] * 16
+    passes = measured.totals()["forward_passes"]
+    assert asked_always >= 16 * (passes - 1)  # every row, every pass
+    assert asked <= 16 * (passes // 4 + 2)  # the first drafts, then a guess in four passes
+    assert measured.totals()["drafted"] == 0
+
+
 def test_draft_cost_is_not_moved_by_a_slow_pass():
     """Passes slowed now and then by something else (every fifth, ten times
     slower) do not turn cheap drafts off: the medians of recent passes set
