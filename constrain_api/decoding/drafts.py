@@ -53,7 +53,7 @@ class Drafts:
         #: whether rows propose drafts (else only guesses): not while even
         #: drafts of the rows' budgets could not advance the batch enough
         self.drafting = True
-        self.passes = 0  # (passes asked about)
+        self.passes = 0  # (passes of this call so far: hold_back counts them)
 
     def start(self, row: Row, constraint: object = None) -> None:
         """A new row drafts the full length first (a draft can ride along
@@ -150,9 +150,9 @@ class Drafts:
         return False
 
     def timed(self, drafted: bool, fed: int, seconds: float) -> None:
-        """A pass after the first (which feeds the prompts) fed ``fed``
-        tokens in ``seconds``, drafts among them or not."""
-        if self.cost is not None:
+        """This pass fed ``fed`` tokens in ``seconds``, drafts among them or
+        not (the first pass, which feeds the prompts, is not counted)."""
+        if self.cost is not None and self.passes > 1:
             self.cost.add(drafted, fed, seconds)
 
     @staticmethod

@@ -203,7 +203,6 @@ class _Loop:
             for p in range(len(prompts))
         ]
         self.batch = Batch(self.model, rows, prompts, self.params)
-        self.passes = 0
         steps = []
         while self.batch.rows:
             steps.append(self._step())
@@ -278,9 +277,8 @@ class _Loop:
         self.batch.time_forward(rec)
         if rec.drafted:
             self.batch.trim()
-        if self.speculative and self.passes:  # (the first pass feeds the prompts)
+        if self.speculative:
             self.drafts.timed(drafted, rec.fed, time.perf_counter() - start)
-        self.passes += 1
         self._compact()
         return rec
 
