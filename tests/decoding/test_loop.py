@@ -560,7 +560,6 @@ def test_measured_drafts_are_fed_only_while_they_pay(vocab, pays):
     else:
         assert drafted[0] <= 4 and drafted[1] <= 2  # tried, then re-measured now and then
         assert again.totals()["forward_passes"] >= len(target) - 8
-        assert first.seconds < always.seconds and again.seconds < always.seconds
 
 
 class MaskRecorder(PacedLM):
