@@ -88,11 +88,26 @@ def _compose(rx: Rx) -> Node:
     return repeat(item.ast(), lo, hi)
 
 
+def _cached_hash(e: Cat | Or | Rep) -> int:
+    """A composite's hash, computed once (``either`` dedupes options by
+    hashing them: recomputed, every use of a shared sub-expression hashed
+    its whole tree again)."""
+    h = e._hash
+    if h is None:
+        h = hash((type(e), *(getattr(e, f) for f in e.__match_args__)))
+        object.__setattr__(e, "_hash", h)
+    return h
+
+
 @dataclass(frozen=True, slots=True)
 class Cat:
     parts: tuple[Expr, ...]
 
     _size: int | None = field(default=None, init=False, repr=False, compare=False)
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +115,10 @@ class Or:
     options: tuple[Expr, ...]
 
     _size: int | None = field(default=None, init=False, repr=False, compare=False)
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +128,10 @@ class Rep:
     max: int | None
 
     _size: int | None = field(default=None, init=False, repr=False, compare=False)
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +314,10 @@ class _Flattener:
         self.max_rules = max_rules
         self.aux: dict[tuple, str] = {}  # alternatives → name
         self.defs: list[tuple[str, tuple[tuple[str | Term, ...], ...]]] = []
+        # sequences by expression (its id, and the expression to keep the id
+        # taken): the lowering shares sub-expressions (an object's remaining
+        # members after each one), and each is flattened once, not once per use
+        self._sequences: dict[int, tuple[Expr, tuple[str | Term, ...]]] = {}
 
     def flatten(self, start: str, rules: dict[str, Expr]):
         order = [start] + [n for n in rules if n != start]
@@ -302,7 +329,15 @@ class _Flattener:
         return tuple(dict.fromkeys(self.sequence(o) for o in options))
 
     def sequence(self, e: Expr) -> tuple[str | Term, ...]:
-        """``e`` as a symbol sequence (``()`` for ε)."""
+        """``e`` as a symbol sequence (``()`` for ε); memoized."""
+        known = self._sequences.get(id(e))
+        if known is not None:
+            return known[1]
+        symbols = self._sequence(e)
+        self._sequences[id(e)] = (e, symbols)
+        return symbols
+
+    def _sequence(self, e: Expr) -> tuple[str | Term, ...]:
         if isinstance(e, Cat):
             return tuple(s for p in e.parts for s in self.sequence(p))
         if isinstance(e, Call):

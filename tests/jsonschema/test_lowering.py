@@ -1358,3 +1358,42 @@ def test_the_strings_other_than_an_objects_names_are_built_once_per_lowering_and
     gc.collect()
     alive = [o for o in gc.get_objects() if type(o) is tuple and o and o[0] == text]
     assert alive == []
+
+
+# ---------------------------------------------------------------- the IR's flat rules
+
+
+def _unshared(e):
+    """A copy of an IR expression with no sub-expression object used twice."""
+    from constrain_api.jsonschema.ir import Cat, Or, Rep
+
+    if isinstance(e, Cat):
+        return Cat(tuple(_unshared(p) for p in e.parts))
+    if isinstance(e, Or):
+        return Or(tuple(_unshared(o) for o in e.options))
+    if isinstance(e, Rep):
+        return Rep(_unshared(e.item), e.min, e.max)
+    return e
+
+
+def test_flat_rules_of_shared_sub_expressions_are_those_of_their_copies():
+    """``flatten`` flattens a sub-expression the lowering shares once: the
+    rules must be the very rules of an expression whose parts are all copies."""
+    from constrain_api.jsonschema.ir import Call, Rx, cat, either, flatten, rep
+
+    member = either(cat(Rx(","), Call("v")), Rx("x"))
+    shared = rep(member, 0, 3)
+    start = either(cat(Rx("a"), shared, member), cat(Rx("b"), shared, Call("v")))
+    rules = {"start": start, "v": either(cat(Rx(r"\["), shared, Rx(r"\]")), Rx("1"))}
+    copies = {name: _unshared(e) for name, e in rules.items()}
+    assert copies["start"] is not start and copies["start"] == start
+    assert flatten("start", rules) == flatten("start", copies)
+
+
+def test_equal_ir_expressions_hash_alike():
+    from constrain_api.jsonschema.ir import Call, Cat, Or, Rep, Rx
+
+    a = Or((Cat((Rx("a"), Call("r"))), Rep(Rx("b"), 0, None)))
+    b = Or((Cat((Rx("a"), Call("r"))), Rep(Rx("b"), 0, None)))
+    assert a == b and hash(a) == hash(b) and {a: 1}[b] == 1
+    assert a != Or((Cat((Rx("a"), Call("r"))), Rep(Rx("b"), 1, None)))
