@@ -124,9 +124,9 @@ class Drafts:
             row.budget = accepted
         row.draft = []
 
-    def hold_back(self, rows: list[Row]) -> bool:
+    def hold_back(self, rows: list[Row]) -> None:
         """Drop this pass's drafts unless every row has one and drafted
-        passes pay (:class:`DraftCost`); whether the pass carries drafts.
+        passes pay (:class:`DraftCost`).
         Rows decode in lockstep, so the batch takes as many passes as its
         longest row: while a row drafts nothing (free text), drafts of the
         others rarely take a pass off, yet widen the pass for every row
@@ -140,14 +140,13 @@ class Drafts:
             budgets = [max(row.budget, len(row.draft)) for row in rows]
             self.drafting = expected_advance(rows, budgets) >= self.cost.margin
         if not any(row.draft for row in rows):
-            return False
+            return
         if all(row.draft for row in rows) and (self.cost is None or self.cost.drafts_pay(rows)):
-            return True
+            return
         for row in rows:
             if row.draft:  # its first token still tells whether drafts would hold
                 row.guess = row.draft[0]
             row.draft = []
-        return False
 
     def timed(self, drafted: bool, fed: int, seconds: float) -> None:
         """This pass fed ``fed`` tokens in ``seconds``, drafts among them or

@@ -258,7 +258,8 @@ class _Loop:
     def _step(self) -> StepRecord:
         start = time.perf_counter()
         rows = self.batch.rows
-        drafted = self.speculative and self.drafts.hold_back(rows)
+        if self.speculative:
+            self.drafts.hold_back(rows)
         chunks = [row.pending + row.draft for row in rows]
         rec = StepRecord(rows=len(rows), fed=sum(map(len, chunks)))
         rec.drafted = sum(len(row.draft) for row in rows)
@@ -278,7 +279,7 @@ class _Loop:
         if rec.drafted:
             self.batch.trim()
         if self.speculative:
-            self.drafts.timed(drafted, rec.fed, time.perf_counter() - start)
+            self.drafts.timed(rec.drafted > 0, rec.fed, time.perf_counter() - start)
         self._compact()
         return rec
 

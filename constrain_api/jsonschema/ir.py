@@ -35,6 +35,7 @@ from ..automata import (
     seq,
 )
 from ..automata.printer import concatenable, group
+from ..automata.regex import _cached_hash  # (composites hash once, as the AST's do)
 from ..caching import ContentCache, core_cache
 from ..errors import CompileLimitExceeded
 from ..grammar import GrammarIR, Rule, Terminal
@@ -86,17 +87,6 @@ def _compose(rx: Rx) -> Node:
         return alt(*(option.ast() for option in recipe[1:]))
     _, item, lo, hi = recipe
     return repeat(item.ast(), lo, hi)
-
-
-def _cached_hash(e: Cat | Or | Rep) -> int:
-    """A composite's hash, computed once (``either`` dedupes options by
-    hashing them: recomputed, every use of a shared sub-expression hashed
-    its whole tree again)."""
-    h = e._hash
-    if h is None:
-        h = hash((type(e), *(getattr(e, f) for f in e.__match_args__)))
-        object.__setattr__(e, "_hash", h)
-    return h
 
 
 @dataclass(frozen=True, slots=True)
