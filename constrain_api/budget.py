@@ -47,12 +47,28 @@ MEMORY_CHECK_INTERVAL = 0.002
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
+#: ``(pid, fd)``: this process's ``/proc/<pid>/statm``, kept open (a read is
+#: then one ``pread``, not an open and a close: 26 µs each in a compile);
+#: a forked child opens its own.
+_statm: tuple[int, int] | None = None
+
+
+def _own_statm() -> int:
+    global _statm
+    pid = os.getpid()
+    if _statm is None or _statm[0] != pid:
+        _statm = (pid, os.open(f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC))
+    return _statm[1]
+
+
 def resident_bytes(pid: int | None = None) -> int:
     """The resident memory of this process (or of ``pid``) now (Linux); for
     this process, its peak where the current figure is not available (0 for
     another process)."""
     try:
-        with open(f"/proc/{pid or 'self'}/statm", "rb") as f:
+        if not pid:
+            return int(os.pread(_own_statm(), 128, 0).split()[1]) * _PAGE
+        with open(f"/proc/{pid}/statm", "rb") as f:
             return int(f.read().split()[1]) * _PAGE
     except (OSError, ValueError, IndexError):
         if pid is not None:

@@ -1261,3 +1261,18 @@ def test_byte_segments_cut_the_byte_line_where_edges_begin_and_end() -> None:
     ]
     assert byte_segments([(0, 255, 7)]) == [(0, 255, frozenset({7}))]
     assert byte_segments([]) == []
+
+
+def test_composite_nodes_compare_and_hash_by_structure():
+    """Sequences and alternations built apart (from lists or tuples, from
+    equal parts) are equal, hash alike (a dict finds one by the other) and
+    keep their parts as tuples; different ones differ."""
+    a, b = Literal("ab"), CharSet(((48, 57),))
+    seqs = [Seq([a, b]), Seq((Literal("ab"), CharSet(((48, 57),))))]
+    alts = [Alt([a, b]), Alt((Literal("ab"), CharSet(((48, 57),))))]
+    for one, other in (seqs, alts):
+        assert one == other and hash(one) == hash(other) and {one: 1}[other] == 1
+    assert Seq((a, b)) != Seq((b, a)) and Seq((a, b)) != Alt((a, b))
+    assert type(seqs[0].parts) is tuple and type(alts[0].options) is tuple
+    with pytest.raises(ValueError):
+        Alt(())

@@ -5,6 +5,7 @@ it. Every installed backend honouring them: conformance/tests/test_edge_specs.py
 from __future__ import annotations
 
 import math
+import os
 import threading
 
 import pytest
@@ -223,3 +224,32 @@ def test_a_budget_error_is_not_taken_for_a_refusal(monkeypatch, schema):
     with pytest.raises(ca.CompileLimitExceeded) as info:
         lower_json_schema(ca.JsonSchema(schema))
     assert info.value.limit == "max_seconds"
+
+
+_LINUX = hasattr(os, "fork") and os.path.exists("/proc/self/statm")
+
+
+@pytest.mark.skipif(not _LINUX, reason="reads /proc (Linux)")
+def test_resident_bytes_reads_this_process_after_a_fork():
+    """The reading is this process's even where a parent read before the
+    fork (its kept-open file would be the parent's): a child that grows
+    by 128 MiB sees it."""
+    budget_module.resident_bytes()  # the parent opens its own
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report growth in MiB, then leave at once
+        try:
+            before = budget_module.resident_bytes()
+            block = bytearray(128 << 20)
+            block[::4096] = b"x" * len(block[::4096])  # touch every page
+            os.write(write, str((budget_module.resident_bytes() - before) >> 20).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    grown = int(os.read(read, 64) or b"-1")
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert grown >= 120
+    # (and the kept-open reading agrees with a fresh one)
+    kept, fresh = budget_module.resident_bytes(), budget_module.resident_bytes(os.getpid())
+    assert abs(kept - fresh) < 16 << 20

@@ -284,6 +284,16 @@ def _cached_hash(node: Any) -> int:
     return h
 
 
+def _cached_hash_of(node: Any, value: Any) -> int:
+    """``_cached_hash`` of a node whose one field holds ``value`` (the commonest
+    composites: no generic walk over the fields)."""
+    h = node._hash
+    if h is None:
+        h = hash((type(node), value))
+        object.__setattr__(node, "_hash", h)
+    return h
+
+
 @dataclass(frozen=True, slots=True)
 class Seq:
     """The concatenation of ``parts`` (a tuple of nodes)."""
@@ -295,10 +305,11 @@ class Seq:
     _printed: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return _cached_hash(self)
+        return _cached_hash_of(self, self.parts)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "parts", tuple(self.parts))
+        if type(self.parts) is not tuple:  # (most callers pass one: no copy)
+            object.__setattr__(self, "parts", tuple(self.parts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,10 +323,11 @@ class Alt:
     _printed: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return _cached_hash(self)
+        return _cached_hash_of(self, self.options)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "options", tuple(self.options))
+        if type(self.options) is not tuple:
+            object.__setattr__(self, "options", tuple(self.options))
         if not self.options:
             raise ValueError("Alt needs at least one option (CharSet(()) matches nothing)")
 

@@ -35,7 +35,7 @@ from ..automata import (
     seq,
 )
 from ..automata.printer import concatenable, group
-from ..automata.regex import _cached_hash  # (composites hash once, as the AST's do)
+from ..automata.regex import _cached_hash, _cached_hash_of  # (hashed once, as AST nodes)
 from ..caching import ContentCache, core_cache
 from ..errors import CompileLimitExceeded
 from ..grammar import GrammarIR, Rule, Terminal
@@ -97,7 +97,7 @@ class Cat:
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return _cached_hash(self)
+        return _cached_hash_of(self, self.parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +108,7 @@ class Or:
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return _cached_hash(self)
+        return _cached_hash_of(self, self.options)
 
 
 @dataclass(frozen=True, slots=True)
