@@ -53,12 +53,19 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _statm: tuple[int, int] | None = None
 
 
-def _own_statm() -> int:
+def _own_resident() -> int:
+    """This process's resident bytes, read from the kept file (opened again
+    if that reading fails: the file closed, or its number reused, behind
+    our back; the number is not closed then: it may be someone else's)."""
     global _statm
     pid = os.getpid()
     if _statm is None or _statm[0] != pid:
         _statm = (pid, os.open(f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC))
-    return _statm[1]
+    try:
+        return int(os.pread(_statm[1], 128, 0).split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        _statm = (pid, os.open(f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC))
+        return int(os.pread(_statm[1], 128, 0).split()[1]) * _PAGE
 
 
 def resident_bytes(pid: int | None = None) -> int:
@@ -67,7 +74,7 @@ def resident_bytes(pid: int | None = None) -> int:
     another process)."""
     try:
         if not pid:
-            return int(os.pread(_own_statm(), 128, 0).split()[1]) * _PAGE
+            return _own_resident()
         with open(f"/proc/{pid}/statm", "rb") as f:
             return int(f.read().split()[1]) * _PAGE
     except (OSError, ValueError, IndexError):

@@ -253,3 +253,16 @@ def test_resident_bytes_reads_this_process_after_a_fork():
     # (and the kept-open reading agrees with a fresh one)
     kept, fresh = budget_module.resident_bytes(), budget_module.resident_bytes(os.getpid())
     assert abs(kept - fresh) < 16 << 20
+
+
+@pytest.mark.skipif(not _LINUX, reason="reads /proc (Linux)")
+def test_resident_bytes_survives_its_file_closed_behind_its_back():
+    """Still the resident set now, not the peak (the fallback where /proc
+    cannot be read): the peak is made 256 MiB above it first."""
+    block = bytearray(256 << 20)
+    block[::4096] = b"x" * len(block[::4096])
+    del block  # (a block this size goes back to the system at once)
+    budget_module.resident_bytes()
+    os.close(budget_module._statm[1])  # (as a daemon closing every descriptor would)
+    kept, fresh = budget_module.resident_bytes(), budget_module.resident_bytes(os.getpid())
+    assert abs(kept - fresh) < 16 << 20
