@@ -47,25 +47,31 @@ MEMORY_CHECK_INTERVAL = 0.002
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-#: ``(pid, fd)``: this process's ``/proc/<pid>/statm``, kept open (a read is
-#: then one ``pread``, not an open and a close: 26 µs each in a compile);
-#: a forked child opens its own.
-_statm: tuple[int, int] | None = None
+#: ``(pid, fd, identity)``: this process's ``/proc/<pid>/statm``, kept open
+#: (a reading is then an ``fstat`` and a ``pread``, not an open, a read
+#: and a close: 26 µs each in a compile); a forked child opens its own.
+_statm: tuple[int, int, tuple[int, int]] | None = None
 
 
 def _own_resident() -> int:
-    """This process's resident bytes, read from the kept file (opened again
-    if that reading fails: the file closed, or its number reused, behind
-    our back; the number is not closed then: it may be someone else's)."""
+    """This process's resident bytes, read from the kept file; opened
+    again when the number no longer names it (closed, or reused for
+    another file, behind our back: the number is not closed then, it may
+    be someone else's)."""
     global _statm
     pid = os.getpid()
-    if _statm is None or _statm[0] != pid:
-        _statm = (pid, os.open(f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC))
-    try:
-        return int(os.pread(_statm[1], 128, 0).split()[1]) * _PAGE
-    except (OSError, ValueError, IndexError):
-        _statm = (pid, os.open(f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC))
-        return int(os.pread(_statm[1], 128, 0).split()[1]) * _PAGE
+    kept = _statm
+    if kept is not None and kept[0] == pid:
+        try:
+            st = os.fstat(kept[1])
+            if (st.st_dev, st.st_ino) == kept[2]:
+                return int(os.pread(kept[1], 128, 0).split()[1]) * _PAGE
+        except OSError:
+            pass
+    fd = os.open(f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    _statm = (pid, fd, (st.st_dev, st.st_ino))
+    return int(os.pread(fd, 128, 0).split()[1]) * _PAGE
 
 
 def resident_bytes(pid: int | None = None) -> int:

@@ -266,3 +266,21 @@ def test_resident_bytes_survives_its_file_closed_behind_its_back():
     os.close(budget_module._statm[1])  # (as a daemon closing every descriptor would)
     kept, fresh = budget_module.resident_bytes(), budget_module.resident_bytes(os.getpid())
     assert abs(kept - fresh) < 16 << 20
+
+
+@pytest.mark.skipif(not _LINUX, reason="reads /proc (Linux)")
+def test_resident_bytes_is_not_fooled_by_its_number_reused(tmp_path):
+    """The kept file closed and its number given to another file (one that
+    reads like a statm line): the reading is still this process's."""
+    decoy = tmp_path / "statm"
+    decoy.write_text("1 999999999 1 1 0 1 0\n")
+    budget_module.resident_bytes()
+    number = budget_module._statm[1]
+    os.close(number)
+    fd = os.open(decoy, os.O_RDONLY)
+    try:
+        assert fd == number  # (the lowest free number: the one just closed)
+        kept, fresh = budget_module.resident_bytes(), budget_module.resident_bytes(os.getpid())
+        assert abs(kept - fresh) < 16 << 20
+    finally:
+        os.close(fd)
