@@ -163,7 +163,7 @@ class ByteDFA(Walking):
         self._classes = (_frozen(small.astype(np.int32)), _frozen(classmap.astype(np.intp)))
         self._minimal = minimal
         self._rows: list[list[int]] | None = None
-        self._runs: dict[int, list[tuple[int, int, int]]] = {}
+        self._runs: dict[int, tuple[tuple[int, int, int], ...]] = {}
         self._accept: list[bool] | None = None
 
     @classmethod
@@ -199,7 +199,7 @@ class ByteDFA(Walking):
             self._rows = self.table.tolist()
         return self._rows
 
-    def runs_of(self, state: int) -> list[tuple[int, int, int]]:
+    def runs_of(self, state: int) -> tuple[tuple[int, int, int], ...]:
         """``state``'s row as ``(lo, hi, target)`` ranges of live targets
         (cached): the few pieces a walk can step without reading 256 entries
         (as ``LazyDFA.runs_of``)."""
@@ -208,11 +208,11 @@ class ByteDFA(Walking):
             row = self.table[state]
             cuts = (np.flatnonzero(np.diff(row)) + 1).tolist()
             starts, ends = [0, *cuts], [*(c - 1 for c in cuts), 255]
-            runs = self._runs[state] = [
+            runs = self._runs[state] = tuple(  # (a tuple: the collector stops tracking it)
                 (lo, hi, target)
                 for lo, hi, target in zip(starts, ends, row[starts].tolist(), strict=True)
                 if target >= 0
-            ]
+            )
         return runs
 
     @property

@@ -340,7 +340,7 @@ class LazyDFA(Walking):
         self.rows: dict[int, tuple[int, ...]] = _Rows(self)
         #: ``runs[q]``: the row of a state expanded already as ``(lo, hi,
         #: target)`` byte ranges (``target >= 0``; ``-1`` where none covers)
-        self.runs: dict[int, list[tuple[int, int, int]]] = {}
+        self.runs: dict[int, tuple[tuple[int, int, int], ...]] = {}
         first = frozenset() if term is None else frozenset((term,))
         self.nullable = term is not None and terms.nullable[term]
         if without_empty:
@@ -420,14 +420,14 @@ class LazyDFA(Walking):
                     j = self._add(targets)
                 row[lo : hi + 1] = [j] * (hi + 1 - lo)
                 runs.append((lo, hi, j))
-            self.runs[state] = runs  # (before the row: a row in rows has its runs)
+            self.runs[state] = tuple(runs)  # (before the row: a row in rows has its runs)
             # a tuple of ints: the collector stops tracking it, so the rows
             # of a large automaton do not slow every full collection
             frozen = tuple(row)
             dict.__setitem__(self.rows, state, frozen)
             return frozen
 
-    def runs_of(self, state: int) -> list[tuple[int, int, int]]:
+    def runs_of(self, state: int) -> tuple[tuple[int, int, int], ...]:
         """``state``'s transitions as ``(lo, hi, target)`` byte ranges
         (expanding it first if need be): what ``rows[state]`` holds, in the
         few pieces a walk can step without reading 256 entries."""

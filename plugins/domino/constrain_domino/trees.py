@@ -28,6 +28,7 @@ At decoding time the parser prunes the trees (``DominoCompiled``).
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,10 +49,10 @@ class SubterminalTree:
     int32) or, for a group of a few tokens (most groups), their ids (int32,
     shorter than a row): :meth:`token_ids` reads either."""
 
-    children: list[dict[int, int]] = field(default_factory=lambda: [{}])
-    label: list[int] = field(default_factory=lambda: [-1])  # the terminal completed into a node
-    free: list[np.ndarray | None] = field(default_factory=list)
-    checked: list[list[tuple[int, np.ndarray]]] = field(default_factory=list)
+    children: Sequence[dict[int, int]] = field(default_factory=lambda: [{}])
+    label: Sequence[int] = field(default_factory=lambda: [-1])  # the terminal completed into a node
+    free: Sequence[np.ndarray | None] = field(default_factory=list)
+    checked: Sequence[Sequence[tuple[int, np.ndarray]]] = field(default_factory=list)
     words: int = 0  # the length of a packed row
     seconds: float = 0.0
     walk_states: int = 0  # the walk sets its tokens end in
@@ -60,6 +61,15 @@ class SubterminalTree:
     @property
     def num_nodes(self) -> int:
         return len(self.children)
+
+    def freeze(self) -> None:
+        """Turn the built tree's lists into tuples: tuples of numbers and
+        arrays leave the garbage collector's view (lists never do), and a
+        decoding keeps hundreds of trees, which every full collection would
+        otherwise walk, a list per node."""
+        self.children, self.label = tuple(self.children), tuple(self.label)
+        self.free = tuple(self.free)
+        self.checked = tuple(tuple(groups) for groups in self.checked)
 
     def token_ids(self, tokens: np.ndarray) -> np.ndarray:
         """The ids (sorted) in a group's ``tokens``, packed or not."""
@@ -429,6 +439,7 @@ class TreeBuilder:
                 tree.free[local_of[node]] = members_of
             else:
                 tree.checked[local_of[node]].append((t, members_of))
+        tree.freeze()
         tree.walk_states = len(set_ids)
         return tree
 
