@@ -449,8 +449,9 @@ def _nonempty_piece(rx: Rx) -> Rx | None:
     return known[0]
 
 
-#: ``_nonempty_piece`` results (in a 1-tuple) by the piece's text; bounded.
-_NONEMPTY: ContentCache[tuple[Rx | None]] = core_cache("non-empty pieces", ContentCache(4096))
+#: ``_nonempty_piece`` results (in a 1-tuple) by the piece's text; bounded
+#: at 256 as ``parse_regex``'s cache is (the reason is there).
+_NONEMPTY: ContentCache[tuple[Rx | None]] = core_cache("non-empty pieces", ContentCache(256))
 
 
 def _nonempty(node: Node) -> Node | None:
