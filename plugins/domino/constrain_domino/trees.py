@@ -44,8 +44,9 @@ class SubterminalTree:
     """``children[node]``: completed terminal → child node (node 0: the root,
     nothing completed); ``label[node]``: the terminal on its incoming edge;
     ``free[node]``: its free tokens or ``None``; ``checked[node]``:
-    ``(terminal, tokens)`` pairs. Only nodes with tokens at or below them
-    are kept. A group's *tokens* are a packed bitmask row (``words`` long,
+    ``(terminal, tokens)`` pairs; all four tuples once built
+    (:meth:`freeze`). Only nodes with tokens at or below them are kept. A
+    group's *tokens* are a packed bitmask row (``words`` long,
     int32) or, for a group of a few tokens (most groups), their ids (int32,
     shorter than a row): :meth:`token_ids` reads either."""
 
