@@ -57,21 +57,23 @@ def _own_resident() -> int:
     """This process's resident bytes, read from the kept file; opened
     again when the number no longer names it (closed, or reused for
     another file, behind our back: the number is not closed then, it may
-    be someone else's)."""
+    be someone else's) or names the parent's (a forked child's copy, closed)."""
     global _statm
-    pid = os.getpid()
-    kept = _statm
-    if kept is not None and kept[0] == pid:
+    pid, kept = os.getpid(), _statm
+    if kept is not None:
         try:
             st = os.fstat(kept[1])
-            if (st.st_dev, st.st_ino) == kept[2]:
-                return int(os.pread(kept[1], 128, 0).split()[1]) * _PAGE
+            ours = (st.st_dev, st.st_ino) == kept[2]
         except OSError:
-            pass
+            ours = False
+        if ours and kept[0] == pid:
+            return int(os.pread(kept[1], 128, 0).split()[1]) * _PAGE
+        if ours:  # inherited across a fork: the parent's file, our copy of it
+            os.close(kept[1])
     fd = os.open(f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC)
     st = os.fstat(fd)
     _statm = (pid, fd, (st.st_dev, st.st_ino))
-    return int(os.pread(fd, 128, 0).split()[1]) * _PAGE
+    return _own_resident()
 
 
 def resident_bytes(pid: int | None = None) -> int:
