@@ -1343,6 +1343,16 @@ class Lowerer:
         if "unevaluatedProperties" in s and "additionalProperties" not in s:
             additional = s["unevaluatedProperties"]
         patterns: dict[str, Any] = dict(s.get("patternProperties", {}))
+        if (
+            not self.grammar
+            and additional is True
+            and not patterns
+            and s.get("propertyNames", True) is True
+        ):
+            # other members may hold any JSON value, which no regex spells:
+            # give up before lowering the properties (_extra_members would,
+            # after them: most objects of real schemas end regex mode here)
+            raise NotRegular
         names = list(props) + [r for r in required if r not in props]
         allowed: ByteDFA | None = None  # the other names propertyNames lets appear
         if "propertyNames" in s and s["propertyNames"] is not True:

@@ -1229,8 +1229,8 @@ def test_unevaluated_properties_across_choices_is_refused():
 def test_grammar_mode_takes_the_sub_schemas_regex_mode_lowered_as_it_would_write_them(
     monkeypatch,
 ):
-    """A schema regex mode gives up on (an open object) is lowered again in
-    grammar mode, which takes the sub-schemas regex mode lowered already
+    """A schema regex mode gives up on (an open object among its members)
+    is lowered again in grammar mode, which takes the sub-schemas regex mode lowered already
     (``Lowerer.reusable``) instead of lowering them again: each one it
     takes is what grammar mode writes for it, a reference whose body grammar
     mode makes a rule of (over ``_INLINE_CHARS``) is not taken, and the
@@ -1249,13 +1249,15 @@ def test_grammar_mode_takes_the_sub_schemas_regex_mode_lowered_as_it_would_write
             "b": {"$ref": "#/definitions/small"},
             "c": {"type": "string", "maxLength": 4},
             "d": {"type": "array", "items": {"$ref": "#/definitions/small"}},
+            "e": {"type": "object"},  # open: regex mode gives up here, after a to d
         },
+        "additionalProperties": False,
     }
     spec = JsonSchema(schema)
     index = index_schema(spec.schema)
     root = rewrite_refs(index)
     regular = Lowerer(index, root, options_of(spec), grammar=False)
-    with pytest.raises(NotRegular):  # (the open object: its extra members are any value)
+    with pytest.raises(NotRegular):  # (the open object: its other members are any value)
         regular.lower_document()
     alone = Lowerer(index, root, options_of(spec), grammar=True)
     alone_start = alone.lower_document()
@@ -1304,6 +1306,41 @@ def test_grammar_mode_takes_the_sub_schemas_regex_mode_lowered_as_it_would_write
     assert lowered[True] <= alone_count[True] - len(known) + 1, (lowered, alone_count)
     assert shape(rules["start"], rules) == shape(alone_start, alone.rules)
     assert any(len(e.text) > 2000 for e in rules.values() if isinstance(e, Rx))  # the big rule
+
+
+def test_regex_mode_gives_up_on_an_open_object_before_lowering_its_properties(monkeypatch):
+    """An object whose other members may hold any JSON value is not regular:
+    regex mode gives up on it before lowering its properties (grammar mode
+    lowers them), and the lowering is grammar mode's all the same."""
+    from constrain_api.jsonschema import _lowered, options_of
+    from constrain_api.jsonschema.lower import Lowerer, NotRegular, rewrite_refs
+    from constrain_api.jsonschema.refs import index_schema
+
+    member = {"type": "object", "properties": {"x": {"type": "integer"}}}
+    schema = {"type": "object", "properties": {"a": member, "b": {"type": "string"}}}
+    spec = JsonSchema(schema)
+    index = index_schema(spec.schema)
+    lowered: list[str] = []
+    lower_one = Lowerer._lower
+    monkeypatch.setattr(
+        Lowerer, "_lower", lambda self, s, where: lowered.append(where) or lower_one(self, s, where)
+    )
+    regular = Lowerer(index, rewrite_refs(index), options_of(spec), grammar=False)
+    with pytest.raises(NotRegular):
+        regular.lower_document()
+    assert lowered == [""]  # the root only, not its members
+    # closed, it is regular, its open member is not: given up on there
+    lowered.clear()
+    closed = {**schema, "additionalProperties": False}
+    index = index_schema(JsonSchema(closed).schema)
+    regular = Lowerer(index, rewrite_refs(index), options_of(spec), grammar=False)
+    with pytest.raises(NotRegular):
+        regular.lower_document()
+    assert lowered == ["", "/properties/a"]
+    monkeypatch.undo()
+    _lowered.cache_clear()
+    rules = _lowered(spec)
+    assert isinstance(rules, dict) and "json_value" in rules  # grammar mode's
 
 
 def test_the_strings_other_than_an_objects_names_are_built_once_per_lowering_and_not_kept(
