@@ -1051,6 +1051,25 @@ def test_lazy_dfa_states_are_found_on_demand_and_dead_branches_are_dead() -> Non
     assert lazy.to_dfa().same_language(ByteDFA.from_strings([b"ac", b"x" * 50]))
 
 
+def test_lazy_dfa_rows_are_made_from_runs_only_when_read() -> None:
+    """A walk that reads a state's runs makes no 256-entry row; a row read
+    later holds what the runs say, byte by byte."""
+    node = parse_regex('"(?:[^"\\\\]|\\\\["\\\\/bfnrt])*"')
+    lazy = LazyDFA(node)
+    q = lazy.start
+    for byte in b'"ab\\n':
+        q = next(target for lo, hi, target in lazy.runs_of(q) if lo <= byte <= hi)
+    assert lazy.num_states >= 3 and len(lazy.rows) == 0  # runs found, no row made
+    for state in range(lazy.num_states):
+        if state in lazy.runs:
+            row = lazy.rows[state]
+            want = [-1] * 256
+            for lo, hi, target in lazy.runs[state]:
+                want[lo : hi + 1] = [target] * (hi + 1 - lo)
+            assert list(row) == want
+    assert lazy.to_dfa().same_language(ByteDFA.from_node(node))
+
+
 @pytest.mark.parametrize(
     "pattern",
     [

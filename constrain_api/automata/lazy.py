@@ -279,8 +279,9 @@ class TermTable:
 
 
 class _Rows(dict):
-    """``rows[state]``: the state's 256 successors (``-1``: dead), computed
-    on first read."""
+    """``rows[state]``: the state's 256 successors (``-1``: dead), made from
+    its runs (found first if need be) on first read: a walk that reads runs
+    only (the subterminal trees') never pays for the 256 entries."""
 
     __slots__ = ("_dfa",)
 
@@ -294,7 +295,15 @@ class _Rows(dict):
         dfa = self._dfa()
         if dfa is None:
             raise ReferenceError("the automaton of these rows is gone")
-        return dfa._expand(state)
+        row = [-1] * 256
+        for lo, hi, target in dfa.runs_of(state):
+            row[lo : hi + 1] = [target] * (hi + 1 - lo)
+        # a tuple of ints: the collector stops tracking it, so the rows of a
+        # large automaton do not slow every full collection. (Two threads
+        # may make it at once: the same tuple, set twice.)
+        frozen = tuple(row)
+        dict.__setitem__(self, state, frozen)
+        return frozen
 
 
 class LazyDFA(Walking):
@@ -338,8 +347,8 @@ class LazyDFA(Walking):
         self._sets: list[frozenset[int]] = []
         self.accept: list[bool] = []
         self.rows: dict[int, tuple[int, ...]] = _Rows(self)
-        #: ``runs[q]``: the row of a state expanded already as ``(lo, hi,
-        #: target)`` byte ranges (``target >= 0``; ``-1`` where none covers)
+        #: ``runs[q]``: the transitions of a state found already as ``(lo,
+        #: hi, target)`` byte ranges (``target >= 0``; dead where none covers)
         self.runs: dict[int, tuple[tuple[int, int, int], ...]] = {}
         first = frozenset() if term is None else frozenset((term,))
         self.nullable = term is not None and terms.nullable[term]
@@ -373,7 +382,7 @@ class LazyDFA(Walking):
         """Find every state (``CompileLimitExceeded`` past ``max_states``)."""
         q = 0
         while self.start >= 0 and q < len(self._sets):
-            self.rows[q]
+            self.runs_of(q)
             q += 1
         return self
 
@@ -397,11 +406,12 @@ class LazyDFA(Walking):
         self.accept.append(any(nullable[t] for t in terms))
         return j
 
-    def _expand(self, state: int) -> tuple[int, ...]:
+    def _expand(self, state: int) -> tuple[tuple[int, int, int], ...]:
+        """Find ``state``'s runs (and the states they lead to)."""
         with self._lock:
-            row = dict.get(self.rows, state)
-            if row is not None:  # (another thread found it first)
-                return row
+            runs = self.runs.get(state)
+            if runs is not None:  # (another thread found them first)
+                return runs
             if not 0 <= state < len(self._sets):
                 raise IndexError(f"no state {state} found yet")
             checkpoint()
@@ -412,29 +422,22 @@ class LazyDFA(Walking):
                 raise CompileLimitExceeded(
                     "nesting", 0, None, "the regex AST is nested too deeply"
                 ) from None
-            row = [-1] * 256
-            runs = []
+            found = []
             for lo, hi, targets in byte_segments(items):
                 j = self._ids.get(targets)
                 if j is None:
                     j = self._add(targets)
-                row[lo : hi + 1] = [j] * (hi + 1 - lo)
-                runs.append((lo, hi, j))
-            self.runs[state] = tuple(runs)  # (before the row: a row in rows has its runs)
-            # a tuple of ints: the collector stops tracking it, so the rows
-            # of a large automaton do not slow every full collection
-            frozen = tuple(row)
-            dict.__setitem__(self.rows, state, frozen)
-            return frozen
+                found.append((lo, hi, j))
+            runs = self.runs[state] = tuple(found)
+            return runs
 
     def runs_of(self, state: int) -> tuple[tuple[int, int, int], ...]:
         """``state``'s transitions as ``(lo, hi, target)`` byte ranges
-        (expanding it first if need be): what ``rows[state]`` holds, in the
-        few pieces a walk can step without reading 256 entries."""
+        (found first if need be): what ``rows[state]`` holds, in the few
+        pieces a walk can step without reading 256 entries."""
         runs = self.runs.get(state)
         if runs is None:
-            self.rows[state]
-            runs = self.runs[state]
+            runs = self._expand(state)
         return runs
 
     @property

@@ -311,7 +311,7 @@ class TreeBuilder:
         known = self._absorbs_memo.get(key)
         if known is not None:
             return known
-        rows, accept = self.grammar.rows[t], self.grammar.accept[t]
+        runs_of, accept = self.grammar.runs_of[t], self.grammar.accept[t]
         plain = self.trie.plain_dfa
         whole = plain.accept
         todo = [(plain.start, q)]
@@ -322,17 +322,23 @@ class TreeBuilder:
             if accept[d]:
                 absorbs = False
                 break
-            row = rows[d]
+            runs = runs_of(d)  # (in byte order, apart: dead where none covers)
             for lo, hi, p2 in plain.runs_of(p):
-                for byte in range(lo, hi + 1):
-                    d2 = row[byte]
-                    if d2 < 0 or (d2 != q if whole[p2] else accept[d2]):
-                        absorbs = False
-                        break
+                # every byte of lo..hi must go on: through the runs covering it
+                byte = lo
+                for run_lo, run_hi, d2 in runs:
+                    if run_hi < byte:
+                        continue
+                    if run_lo > byte or (d2 != q if whole[p2] else accept[d2]):
+                        break  # (a byte that dies, or a wrong state)
                     if not whole[p2] and (p2, d2) not in seen:
                         seen.add((p2, d2))
                         todo.append((p2, d2))
-                if not absorbs:
+                    byte = run_hi + 1
+                    if byte > hi:
+                        break
+                if byte <= hi:
+                    absorbs = False
                     break
         self._absorbs_memo[key] = absorbs
         return absorbs

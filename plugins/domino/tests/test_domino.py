@@ -486,6 +486,48 @@ def test_slices_change_no_tree(vocab):
     assert sliced["open-string"] == 0, sliced
 
 
+def _absorbs_byte_by_byte(grammar, plain, t: int, q: int) -> bool:
+    """The definition of ``TreeBuilder._absorbs``, read one byte at a time
+    from the automata's 256-entry rows (the product of the terminal's
+    automaton with the plain characters', from ``q``)."""
+    rows, accept = grammar.rows[t], grammar.accept[t]
+    todo, seen = [(plain.start, q)], {(plain.start, q)}
+    while todo:
+        p, d = todo.pop()
+        if accept[d]:
+            return False
+        for byte in range(256):
+            p2 = plain.rows[p][byte]
+            if p2 < 0:
+                continue
+            d2 = rows[d][byte]
+            if d2 < 0 or (d2 != q if plain.accept[p2] else accept[d2]):
+                return False
+            if not plain.accept[p2] and (p2, d2) not in seen:
+                seen.add((p2, d2))
+                todo.append((p2, d2))
+    return True
+
+
+def test_which_sets_absorb_plain_strings_follows_its_definition(vocab):
+    """``_absorbs`` (read from the automata's byte runs) says of every
+    position what reading every byte of the rows says, and some positions
+    of each grammar with strings absorb."""
+    from constrain_domino import TreeBuilder, VocabTrie
+
+    trie = VocabTrie(vocab)
+    for name, compiled in _slice_compilations(vocab):
+        grammar, builder = compiled.grammar, TreeBuilder(compiled.grammar, trie)
+        verdicts = [
+            builder._absorbs(t, q) == _absorbs_byte_by_byte(grammar, trie.plain_dfa, t, q)
+            for t, q in grammar.positions
+            if t >= 0
+        ]
+        assert all(verdicts), name
+        absorbing = [builder._absorbs(t, q) for t, q in grammar.positions if t >= 0]
+        assert any(absorbing) == (name != "open-string"), name
+
+
 KEYS_SCHEMA = {  # keys as terminals: after `"` (or `,"`), one walk set holds them all
     "type": "object",
     "properties": {
