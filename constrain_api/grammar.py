@@ -1,9 +1,11 @@
 """Lark EBNF → a normalized grammar IR that every grammar backend shares.
 
-The IR is obtained through lark's own grammar loader (``load_grammar`` and
-``Grammar.compile``): EBNF operators, templates, ``%import`` and string
-literals are expanded by lark, not by a second EBNF parser. What remains is
-plain context-free rules over named terminals, each terminal a Python regex.
+The IR is what lark's own grammar loader (``load_grammar`` and
+``Grammar.compile``) makes of the text: EBNF operators, templates,
+``%import`` and string literals expanded as lark expands them. It is read
+by ``lark_reader`` (lark's output without lark's loader, 5–10× faster) and,
+for what that leaves to lark, by lark itself. What remains is plain
+context-free rules over named terminals, each terminal a Python regex.
 
 The *language* of a grammar, for every backend here, is the set of byte
 strings obtained by deriving a sentence of terminals from ``start`` and
@@ -22,9 +24,11 @@ of the language; a backend whose parser depends on them says so in its
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from . import lark_reader
 from .automata import (
     DEFAULT_MAX_STATES,
     ByteDFA,
@@ -150,11 +154,50 @@ def lower_grammar(spec: Grammar, *, backend: str = "grammar") -> GrammarIR:
     quantifiers, and (from the regex translation) for lookarounds that inspect
     text outside the terminal's match, such as lark.lark's ``[?](?![a-z])``.
     """
+    read = lark_reader.read(spec.text, spec.start)
+    if read is not None:
+        terminal_defs, out_rules, ignore = read
+    else:
+        terminal_defs, out_rules, ignore = _compiled_by_lark(spec, backend)
+    terminals = {}
+    bundled = lark_reader.bundled_regexes()
+    for t in terminal_defs:
+        pattern = t.pattern.to_regexp()
+        node = None
+        if t.pattern.type == "str":  # an escaped literal: no quantifier
+            modes: frozenset[str] = frozenset()
+        elif pattern in bundled:
+            node, modes = _bundled_terminal(pattern)
+        else:
+            modes = quantifier_modes(pattern)
+        if modes == {"lazy", "greedy"}:
+            raise UnsupportedConstraint(
+                backend,
+                f"terminal {t.name} /{pattern}/ mixing lazy and greedy quantifiers",
+                "a lexer's match of such a regex is neither its shortest nor its longest",
+            )
+        literal = t.pattern.value if t.pattern.type == "str" and not t.pattern.flags else None
+        terminals[t.name] = Terminal(t.name, pattern, literal, modes == {"lazy"}, node)
+    rules = tuple(Rule(lhs, rhs) for lhs, rhs in out_rules)
+    return GrammarIR(spec.start, rules, terminals, tuple(ignore))
+
+
+@functools.lru_cache(maxsize=64)
+def _bundled_terminal(pattern: str) -> tuple[Node, frozenset[str]]:
+    """AST and quantifier modes of a terminal of lark's ``common.lark``
+    (``ESCAPED_STRING``, ``SIGNED_NUMBER``, ``WS``...): parsed once per
+    process, as lark's file is read once (``lark_reader.bundled_regexes``),
+    not per grammar; not a core cache: what it holds is lark's, not a spec's."""
+    return parse_regex(pattern), quantifier_modes(pattern)
+
+
+def _compiled_by_lark(spec: Grammar, backend: str) -> tuple[list, list, list]:
+    """lark's own loading of a grammar the reader leaves to it (``%declare``
+    raises ``UnsupportedConstraint``)."""
     terminal_defs, rules, ignore = compiled_lark_grammar(spec.text, spec.start)
     defined = {t.name for t in terminal_defs}
     out_rules = []
     for rule in rules:
-        rhs = tuple(sym.name for sym in rule.expansion)
         for sym in rule.expansion:
             if sym.is_term and sym.name not in defined:
                 raise UnsupportedConstraint(
@@ -163,17 +206,5 @@ def lower_grammar(spec: Grammar, *, backend: str = "grammar") -> GrammarIR:
                     "declared terminals come from a postlexer (e.g. indentation), "
                     "not from the grammar text",
                 )
-        out_rules.append(Rule(rule.origin.name, rhs))
-    terminals = {}
-    for t in terminal_defs:
-        pattern = t.pattern.to_regexp()
-        modes = quantifier_modes(pattern)
-        if modes == {"lazy", "greedy"}:
-            raise UnsupportedConstraint(
-                backend,
-                f"terminal {t.name} /{pattern}/ mixing lazy and greedy quantifiers",
-                "a lexer's match of such a regex is neither its shortest nor its longest",
-            )
-        literal = t.pattern.value if t.pattern.type == "str" and not t.pattern.flags else None
-        terminals[t.name] = Terminal(t.name, pattern, literal, shortest=modes == {"lazy"})
-    return GrammarIR(spec.start, tuple(out_rules), terminals, tuple(ignore))
+        out_rules.append((rule.origin.name, tuple(sym.name for sym in rule.expansion)))
+    return terminal_defs, out_rules, ignore

@@ -29,6 +29,7 @@ from lark.exceptions import LarkError, UnexpectedInput, UnexpectedToken
 from lark.load_grammar import load_grammar as _load_grammar
 
 from . import lark_imports as _lark_imports
+from . import lark_reader as _lark_reader
 from . import where as _where
 from .caching import SPEC_GRAPHS, core_cache
 from .errors import ConstraintError
@@ -214,6 +215,9 @@ def _validate_grammar(text: str, start: str) -> None:
             "(only lark's bundled grammars, e.g. %import common.WS, can be imported)",
             f"{line}:{m[0].index('%') + 1}",
         )
+    read = _lark_reader.read(text, start)
+    if read is not None and _regexes_compile(read[0]):
+        return  # read as lark reads it: lark would accept it
     try:
         grammar = _loaded_grammar(text)
         rules = {name for name, params, _tree, _opts in grammar.rule_defs if not params}
@@ -264,6 +268,16 @@ def _validate_grammar(text: str, start: str) -> None:
             _grammar_error(f"bad regular expression {shown} in terminal {t.name}: {e.msg}", where)
 
 
+def _regexes_compile(terminals: list) -> bool:
+    """Whether every terminal's regex compiles with Python's ``re``."""
+    try:
+        for t in terminals:
+            re.compile(t.pattern.to_regexp())
+    except re.error:
+        return False
+    return True
+
+
 @functools.lru_cache(maxsize=32)
 def _cached_lark(text: str, start: str, options: tuple[tuple[str, Any], ...]) -> _lark.Lark:
     return _lark.Lark(text, start=start, **dict(options))
@@ -274,9 +288,10 @@ class Grammar(Constraint):
     """The whole text must be derivable from rule ``start`` of the Lark EBNF grammar ``text``.
 
     ``%ignore``d terminals may appear between tokens, as in Lark. Validated
-    with lark's own grammar loader (syntax, undefined/duplicate symbols,
-    templates, the start rule) and every terminal regex compiled with
-    Python's ``re``. Only lark's bundled grammars can be ``%import``ed
+    as lark's own grammar loader validates (syntax, undefined/duplicate
+    symbols, templates, the start rule: ``lark_reader``, or lark for what it
+    leaves to lark, whose error is then reported) and every terminal regex
+    compiled with Python's ``re``. Only lark's bundled grammars can be ``%import``ed
     (``common``, ``unicode``, ...): the text alone determines the language.
     Parser-specific restrictions (zero-width terminals, LALR conflicts) are
     not validated here; a backend that cannot handle them raises

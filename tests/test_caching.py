@@ -53,12 +53,24 @@ def test_the_regex_cache_keys_every_argument():
         ca.ByteDFA.from_regex("[0-9]{40}", max_states=10)
 
 
-def test_a_grammar_is_loaded_once_for_validation_and_lowering():
+def test_a_grammar_is_read_once_for_validation_and_lowering():
     ca.clear_caches()
     text = 'start: "x" NUMBER\n%import common.NUMBER\n'
     ir = ca.lower(ca.Grammar(text)).ir
-    assert ca.core_caches()["lark grammars"].misses == ca.core_caches()["lark grammars"].entries
-    assert ca.core_caches()["compiled lark grammars"].hits >= 1  # lowering reused validation's
+    caches = ca.core_caches()
+    assert caches["lark grammar readings"].misses == 1
+    assert caches["lark grammar compilations"].hits >= 1  # lowering reused validation's
+    assert caches["lark grammars"].entries == 0  # lark's loader was not needed
+    assert set(ir.terminals) >= {"NUMBER"}
+
+
+def test_a_grammar_left_to_lark_is_loaded_once_for_validation_and_lowering():
+    ca.clear_caches()
+    text = 'start: pair{"x", NUMBER}\npair{a, b}: a b\n%import common.NUMBER\n'  # a template
+    ir = ca.lower(ca.Grammar(text)).ir
+    caches = ca.core_caches()
+    assert caches["lark grammars"].misses == caches["lark grammars"].entries == 1
+    assert caches["compiled lark grammars"].hits >= 1  # lowering reused validation's
     assert set(ir.terminals) >= {"NUMBER"}
 
 
