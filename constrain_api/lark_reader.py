@@ -34,18 +34,23 @@ from typing import Any
 
 from lark.grammar import NonTerminal, RuleOptions, Symbol, Terminal
 from lark.lexer import Pattern, PatternRE, PatternStr, TerminalDef, Token
-from lark.load_grammar import (
-    _EMPTY,
-    _TERMINAL_NAMES,
-    EBNF_to_BNF,
-    RuleTreeToText,
-    SimplifyRule_Visitor,
-    TerminalTreeToPattern,
-    _literal_to_pattern,
-    eval_escaping,
-)
 from lark.tree import Tree
 from lark.utils import is_id_continue, is_id_start
+
+try:  # lark's loader's own pieces (pyproject pins the lark versions tested)
+    from lark.load_grammar import (
+        _EMPTY,
+        _TERMINAL_NAMES,
+        EBNF_to_BNF,
+        RuleTreeToText,
+        SimplifyRule_Visitor,
+        TerminalTreeToPattern,
+        _get_parser,
+        _literal_to_pattern,
+        eval_escaping,
+    )
+except ImportError:  # a lark laid out otherwise: lark reads every grammar
+    _get_parser = None
 
 from .caching import SPEC_GRAPHS, core_cache
 
@@ -56,7 +61,7 @@ __all__ = ["Read", "bundled_regexes", "read"]
 Read = tuple[list[TerminalDef], list[tuple[str, tuple[str, ...]]], list[str]]
 
 _MAX_INLINE_REPEAT = 50  # lark's REPEAT_BREAK_THRESHOLD: past it, rules we do not mirror
-_TO_PATTERN = TerminalTreeToPattern()
+_TO_PATTERN = TerminalTreeToPattern() if _get_parser is not None else None
 
 
 class _NotRead(Exception):
@@ -70,8 +75,8 @@ class _NotRead(Exception):
 def _scanner() -> tuple[re.Pattern[str], frozenset[str]]:
     """lark's lexer of its grammar language as one regex: its token regexes
     in its own order (the first that matches wins, as in lark's lexer)."""
-    from lark.load_grammar import _get_parser
-
+    if _get_parser is None:
+        raise _NotRead
     lexer = _get_parser().lexer
     terminals = lexer.terminals
     alternation = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals)
