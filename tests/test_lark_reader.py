@@ -16,7 +16,7 @@ from constrain_conformance.corpus import (
     NESTED_LIST_GRAMMAR,
     XML_SCHEMA_GRAMMAR,
 )
-from lark.load_grammar import load_grammar
+from lark.load_grammar import _get_parser, load_grammar
 
 import constrain_api as ca
 from constrain_api import lark_reader
@@ -128,6 +128,13 @@ def test_a_grammar_it_reads_is_what_lark_gives(text: str) -> None:
     # patterns compared as lark compares them (type, text, flags): their text too
     for (_, mine), (_, theirs) in zip(read[0], _lark(text)[0], strict=True):
         assert mine.to_regexp() == theirs.to_regexp()
+
+
+def test_the_tokens_are_lark_lexer_s_in_its_order() -> None:
+    lexer = _get_parser().lexer
+    order = [t.name for t in lexer.terminals]
+    assert list(lark_reader._scanner().groupindex) == order  # named groups, in order
+    assert lexer.ignore_types == lark_reader._IGNORED_TOKENS
 
 
 def test_the_reader_names_rules_and_terminals_as_lark_does() -> None:
