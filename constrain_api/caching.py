@@ -161,6 +161,8 @@ SPEC_CACHES = (
     "compiled lark grammars",
     "grammar validations",
     "json schema specs",
+    "lark grammar compilations",
+    "lark grammar readings",
     "lark grammars",
     "lowered json schemas",
     "lowered specs",

@@ -16,13 +16,16 @@ def _same_language(a: ca.ByteDFA, b: ca.ByteDFA) -> bool:
 def test_core_caches_are_listed_and_cleared():
     ca.ByteDFA.from_regex("[a-c]+x")
     ca.lower(ca.JsonSchema({"type": "integer"}))
+    ca.lower(ca.Grammar('start: "a"+'))
     caches = ca.core_caches()
     assert set(SPEC_CACHES) <= set(caches) and "regex automata" in caches
+    assert caches["lark grammar readings"].entries >= 1
     assert caches["regex automata"].entries >= 1 and caches["regex automata"].nbytes > 0
     assert caches["lowered specs"].entries >= 1
     ca.clear_caches(*SPEC_CACHES)
     caches = ca.core_caches()
     assert all(caches[name].entries == 0 for name in SPEC_CACHES)
+    assert caches["lark grammar readings"].entries == 0  # keyed by a whole grammar text
     assert caches["regex automata"].entries >= 1  # parts shared across specs stay
     ca.clear_caches()
     assert all(info.entries == 0 for info in ca.core_caches().values())
