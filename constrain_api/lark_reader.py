@@ -42,8 +42,6 @@ try:  # lark's loader's own pieces (pyproject pins the lark versions tested)
         _EMPTY,
         _TERMINAL_NAMES,
         EBNF_to_BNF,
-        RuleTreeToText,
-        SimplifyRule_Visitor,
         TerminalTreeToPattern,
         _literal_to_pattern,
         eval_escaping,
@@ -118,6 +116,7 @@ class _Parser:
     def __init__(self, tokens: list[tuple[str, str]]):
         self.tokens = tokens
         self.i = 0
+        self.literals: dict[tuple[str, str], Pattern] = {}  # (a grammar repeats its "(")
 
     def peek(self) -> str:
         return self.tokens[self.i][0]
@@ -269,7 +268,11 @@ class _Parser:
             self.i += 1
             sym = Tree("pattern", [_range(start, self.take("STRING"))])
         else:
-            sym = Tree("pattern", [_pattern(kind, self.take(kind))])
+            text = self.take(kind)
+            pattern = self.literals.get((kind, text))
+            if pattern is None:
+                pattern = self.literals[kind, text] = _pattern(kind, text)
+            sym = Tree("pattern", [pattern])
         return Tree("value", [sym]) if terminal else sym
 
 
@@ -570,17 +573,11 @@ def _compile(defs: _Definitions, start: str) -> Read:
         named.append((name, tree))
     named += [(name, tree) for name, tree, _options in ebnf.new_rules]
 
-    simplify, to_text = SimplifyRule_Visitor(), RuleTreeToText()
     compiled: list[tuple[str, tuple[str, ...]]] = []
     seen: set[tuple[str, tuple[str, ...]]] = set()
     term_names = set()
     for name, tree in named:
-        simplify.visit(tree)
-        try:
-            expansions = to_text.transform(tree)
-        except Exception:  # a double alias: lark's assertion
-            raise _NotRead from None
-        for expansion, alias in expansions:
+        for expansion, alias in _rule_alternatives(tree):
             if alias and name.startswith("_"):
                 raise _NotRead
             rhs = tuple(s.name for s in expansion if s != _EMPTY)
@@ -606,6 +603,47 @@ def _compile(defs: _Definitions, start: str) -> Read:
     used_terms = {s for _lhs, rhs in compiled for s in rhs if s in term_names}
     kept = [t for t in terminals if t.name in used_terms or t.name in defs.ignore]
     return kept, compiled, list(defs.ignore)
+
+
+#: past this many alternatives in one rule, lark expands it (as slowly)
+_MAX_ALTERNATIVES = 4096
+
+
+def _rule_alternatives(tree: Tree) -> list[tuple[tuple[Any, ...], str | None]]:
+    """A rule's alternatives as (symbols, alias name), as lark's
+    ``SimplifyRule_Visitor`` and ``RuleTreeToText`` give them: every group
+    and optional expanded in place (the choices of each item in order,
+    the first item's outermost), repeats dropped keeping the first."""
+    out: list[tuple[tuple[Any, ...], str | None]] = []
+    seen: set[tuple[tuple[Any, ...], str | None]] = set()
+    for child in tree.children:
+        alias = None
+        if child.data == "alias":
+            child, alias_symbol = child.children
+            alias = alias_symbol.name
+        for symbols in _alternatives(child):
+            key = (symbols, alias)
+            if key not in seen:
+                seen.add(key)
+                out.append(key)
+    return out
+
+
+def _alternatives(node: Any) -> list[tuple[Any, ...]]:
+    """The symbol sequences an ``expansion``/``expansions`` tree stands for."""
+    if not isinstance(node, Tree):
+        return [(node,)]
+    if node.data == "expansions":
+        return [seq for child in node.children for seq in _alternatives(child)]
+    if node.data != "expansion":
+        raise _NotRead
+    out: list[tuple[Any, ...]] = [()]
+    for child in node.children:
+        options = _alternatives(child)
+        out = [head + tail for head in out for tail in options]
+        if len(out) > _MAX_ALTERNATIVES:
+            raise _NotRead
+    return out
 
 
 def _copy(tree: Tree) -> Tree:
