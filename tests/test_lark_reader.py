@@ -20,6 +20,7 @@ from lark.load_grammar import _get_parser, load_grammar
 
 import constrain_api as ca
 from constrain_api import lark_reader
+from constrain_api.automata import parse_regex
 from constrain_api.errors import ConstraintError
 from constrain_api.grammar import lower_grammar
 
@@ -191,6 +192,16 @@ def test_lowering_through_the_reader_equals_lowering_through_lark(monkeypatch) -
         theirs = lower_grammar(spec)
         monkeypatch.undo()
         assert mine == theirs
+
+
+def test_a_terminal_s_ast_when_lowering_gives_one_is_its_pattern_s() -> None:
+    given = 0
+    for text in READ:
+        for terminal in lower_grammar(ca.Grammar(text)).terminals.values():
+            if terminal.node is not None:  # lark's common.lark terminals
+                given += 1
+                assert terminal.node == parse_regex(terminal.pattern), terminal
+    assert given >= 8
 
 
 _PIECES = ['"', "/", "|", "?", "*", "+", "(", ")", "[", "]", "\n", " -> x", "~", "2", ".."]
