@@ -41,6 +41,7 @@ try:  # lark's loader's own pieces (pyproject pins the lark versions tested)
     from lark.load_grammar import (
         _EMPTY,
         _TERMINAL_NAMES,
+        REPEAT_BREAK_THRESHOLD,  # past it lark makes repeat rules we do not mirror
         EBNF_to_BNF,
         TerminalTreeToPattern,
         _literal_to_pattern,
@@ -58,7 +59,6 @@ __all__ = ["Read", "bundled_regexes", "read"]
 #: ``compiled_lark_grammar`` gives them (rules there are lark ``Rule``\s).
 Read = tuple[list[TerminalDef], list[tuple[str, tuple[str, ...]]], list[str]]
 
-_MAX_INLINE_REPEAT = 50  # lark's REPEAT_BREAK_THRESHOLD: past it, rules we do not mirror
 _TO_PATTERN = TerminalTreeToPattern() if _META_TOKENS is not None else None
 
 
@@ -285,11 +285,9 @@ def _pattern(kind: str, text: str) -> Pattern:
 
 def _range(start: str, end: str) -> Pattern:
     a, b = start[1:-1], end[1:-1]  # (as lark takes them: a flag makes them fail)
-    try:
-        if len(eval_escaping(a)) != 1 or len(eval_escaping(b)) != 1:
-            raise _NotRead
-    except Exception:
-        raise _NotRead from None
+    # (eval_escaping's own error ends the reading too)
+    if len(eval_escaping(a)) != 1 or len(eval_escaping(b)) != 1:
+        raise _NotRead
     return PatternRE(f"[{a}-{b}]")
 
 
@@ -530,6 +528,8 @@ class _AnonTerminals:
 
 def _compile(defs: _Definitions, start: str) -> Read:
     """lark's ``Grammar.compile`` of the definitions for ``start``."""
+    if start not in defs.rules:
+        raise _NotRead
     terminals = []
     memo = dict(_common_patterns()) if defs.imported else {}
     for name in defs.order:
@@ -562,7 +562,7 @@ def _compile(defs: _Definitions, start: str) -> Read:
             for i, c in enumerate(t.children):
                 if isinstance(c, Tree) and c.data == "expr":
                     atom, op, *args = c.children
-                    if op == "~" and int(args[-1]) >= _MAX_INLINE_REPEAT:
+                    if op == "~" and int(args[-1]) >= REPEAT_BREAK_THRESHOLD:
                         raise _NotRead
                     try:
                         t.children[i] = ebnf.expr(atom, op, *args)
@@ -589,8 +589,6 @@ def _compile(defs: _Definitions, start: str) -> Read:
             seen.add(key)
             compiled.append(key)
             term_names.update(s.name for s in expansion if isinstance(s, Terminal))
-    if start not in defs.rules:
-        raise _NotRead
 
     # lark's removal of unused rules (used by another rule, or the start)
     while True:
