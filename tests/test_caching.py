@@ -124,3 +124,30 @@ def test_the_spec_caches_keep_the_lowered_forms_of_a_few_specs_only():
     assert first() is None
     assert ca.core_caches()["lowered specs"].entries == SPEC_GRAPHS
     assert ca.core_caches()["lowered json schemas"].entries <= SPEC_GRAPHS
+
+
+def test_the_any_value_rules_are_made_once_and_shared_across_schemas():
+    """Every schema with an unconstrained value or an open object has the
+    rules of any JSON value: made once per whitespace setting (a core
+    cache, not a spec cache: a new schema reuses them), the same objects
+    in every lowering (their ASTs composed once), and the lowered grammar
+    is the one a fresh build gives."""
+    from constrain_api.jsonschema import _lowered, lower_json_schema_ir
+
+    def open_object(name: str, **options) -> ca.JsonSchema:
+        return ca.JsonSchema({"type": "object", "properties": {name: {}}}, **options)
+
+    names = ("json_value", "json_object", "json_array")
+    ca.clear_caches()
+    first = _lowered(open_object("a"))
+    grammar = lower_json_schema_ir(open_object("a"))
+    assert ca.core_caches()["json any-value rules"].entries == 1
+    ca.clear_caches(*SPEC_CACHES)
+    second = _lowered(open_object("b"))
+    assert ca.core_caches()["json any-value rules"].entries == 1  # reused by a new schema
+    assert all(second[name] is first[name] for name in names)
+    flexible = _lowered(open_object("b", whitespace="flexible"))
+    assert ca.core_caches()["json any-value rules"].entries == 2  # keyed by the whitespace
+    assert flexible["json_object"] != first["json_object"]
+    ca.clear_caches()
+    assert lower_json_schema_ir(open_object("a")) == grammar

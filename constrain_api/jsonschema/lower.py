@@ -46,6 +46,7 @@ from ..automata import (
     parse_regex,
 )
 from ..budget import checkpoint, is_budget_error
+from ..caching import core_cache
 from ..errors import CompileLimitExceeded, UnsupportedConstraint
 from . import formats, numbers, strings
 from .ir import (
@@ -1544,30 +1545,40 @@ class Lowerer:
     # ------------------------------------------------------ any JSON value
 
     def any_value(self) -> Expr:
-        """Any JSON value (grammar mode only)."""
+        """Any JSON value (grammar mode only): the rules ``json_value``,
+        ``json_object`` and ``json_array`` (``_any_value_rules``)."""
         if not self.grammar:
             raise NotRegular
         if "json_value" not in self.rules:
-            ws = self.ws
-            self.rules["json_value"] = EMPTY  # placeholder while building
-            value = Call("json_value")
-            sep = cat(Rx(","), ws)
-            member = cat(Rx(strings.string_regex()), ws, Rx(":"), ws, value, ws)
-            self.rules["json_object"] = cat(
-                Rx("\\{"), ws, separated(member, sep, 0, None), Rx("\\}")
-            )
-            self.rules["json_array"] = cat(
-                Rx("\\["), ws, separated(cat(value, ws), sep, 0, None), Rx("\\]")
-            )
-            self.rules["json_value"] = either(
-                Call("json_object"),
-                Call("json_array"),
-                Rx(f"(?:{strings.string_regex()}|{numbers.NUMBER}|true|false|null)"),
-            )
+            self.rules.update(_any_value_rules(self.ws))
         return Call("json_value")
 
 
 # ------------------------------------------------------------------ helpers
+
+
+@functools.lru_cache(maxsize=16)
+def _any_value_rules(ws: Rx) -> dict[str, Expr]:
+    """The rules of any JSON value with whitespace ``ws`` between tokens,
+    made once per process for each ``ws``: every schema with an open
+    object or an unconstrained value has them, and expressions are
+    immutable, so every lowering shares one set (and the ASTs their
+    pieces compose once)."""
+    value = Call("json_value")
+    sep = cat(Rx(","), ws)
+    member = cat(Rx(strings.string_regex()), ws, Rx(":"), ws, value, ws)
+    return {
+        "json_value": either(
+            Call("json_object"),
+            Call("json_array"),
+            Rx(f"(?:{strings.string_regex()}|{numbers.NUMBER}|true|false|null)"),
+        ),
+        "json_object": cat(Rx("\\{"), ws, separated(member, sep, 0, None), Rx("\\}")),
+        "json_array": cat(Rx("\\["), ws, separated(cat(value, ws), sep, 0, None), Rx("\\]")),
+    }
+
+
+core_cache("json any-value rules", _any_value_rules)
 
 
 def _annotations(s: dict) -> set[str]:
