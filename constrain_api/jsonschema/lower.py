@@ -1558,24 +1558,21 @@ class Lowerer:
 
 
 @functools.lru_cache(maxsize=16)
-def _any_value_rules(ws: Rx) -> dict[str, Expr]:
+def _any_value_rules(ws: Rx) -> tuple[tuple[str, Expr], ...]:
     """The rules of any JSON value with whitespace ``ws`` between tokens,
-    made once per process for each ``ws``: every schema with an open
-    object or an unconstrained value has them, and expressions are
-    immutable, so every lowering shares one set (and the ASTs their
-    pieces compose once)."""
+    as ``(name, expression)`` pairs, made once per process for each
+    ``ws``: every schema with an open object or an unconstrained value has
+    them, and expressions are immutable, so every lowering shares one set
+    (and the ASTs their pieces compose once)."""
     value = Call("json_value")
     sep = cat(Rx(","), ws)
     member = cat(Rx(strings.string_regex()), ws, Rx(":"), ws, value, ws)
-    return {
-        "json_value": either(
-            Call("json_object"),
-            Call("json_array"),
-            Rx(f"(?:{strings.string_regex()}|{numbers.NUMBER}|true|false|null)"),
-        ),
-        "json_object": cat(Rx("\\{"), ws, separated(member, sep, 0, None), Rx("\\}")),
-        "json_array": cat(Rx("\\["), ws, separated(cat(value, ws), sep, 0, None), Rx("\\]")),
-    }
+    scalar = Rx(f"(?:{strings.string_regex()}|{numbers.NUMBER}|true|false|null)")
+    return (
+        ("json_value", either(Call("json_object"), Call("json_array"), scalar)),
+        ("json_object", cat(Rx("\\{"), ws, separated(member, sep, 0, None), Rx("\\}"))),
+        ("json_array", cat(Rx("\\["), ws, separated(cat(value, ws), sep, 0, None), Rx("\\]"))),
+    )
 
 
 core_cache("json any-value rules", _any_value_rules)
