@@ -138,6 +138,8 @@ _MAX_COUNT = 1_000_000_000
 _SHORT = {0x22: '"', 0x5C: "\\", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
 #: The characters written escaped: ``"``, ``\\`` and the controls.
 _SPECIAL = CharSet(((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C)))
+#: Finds such a character in a string.
+_SPECIAL_CHARACTER = re.compile(to_regex(_SPECIAL))
 #: The characters outside ASCII (several UTF-8 bytes each).
 _NON_ASCII = CharSet(((0x80, MAX_CODE_POINT),))
 _HEX = "0123456789abcdef"
@@ -336,10 +338,6 @@ def _string_not_in(excluded: frozenset[str], max_size: int) -> tuple[str, Node]:
     # negated one): without it, the same language fits more often (3
     # MaskBench schemas of 94-odd names)
     return _not_in_regex(root, max_size, gather_wide=False, special=special, wide=wide)
-
-
-#: A character JSON writes escaped (``_SPECIAL``).
-_SPECIAL_CHARACTER = re.compile(r'[\x00-\x1f"\\]')
 
 
 @functools.lru_cache(maxsize=4)
@@ -561,7 +559,7 @@ def _leaving(kids: tuple[str, ...], gather_wide: bool) -> tuple[Node, Node, Node
     gone = [(ord(c), ord(c)) for c in kids]  # the characters that do not leave here
     here_path: Node = _VOID
     wide_path: Node = _VOID
-    if not any(ord(c) < 0x20 or c in '"\\' for c in kids):  # no escaped child
+    if _SPECIAL_CHARACTER.search("".join(kids)) is None:  # no escaped child
         gone += _SPECIAL.ranges
         here_path = _EMPTY
     if gather_wide and not any(ord(c) >= 0x80 for c in kids):  # no non-ASCII child
