@@ -76,11 +76,18 @@ class Terminal:
     ) -> ByteDFA | LazyDFA:
         """:meth:`dfa`, or with ``lazy`` an automaton whose states are found
         as a walk asks for them (``regex_automaton``: a ``LazyDFA`` or an
-        already built ``ByteDFA``; a shortest-match terminal is built whole;
-        ``terms``: the table it may share with other terminals')."""
-        if not lazy or self.shortest:
+        already built ``ByteDFA``; a shortest-match terminal's is a
+        ``LazyDFA`` with ``shortest``; ``terms``: the table it may share
+        with other terminals')."""
+        if not lazy:
             return self.dfa(max_states=max_states)
-        return regex_automaton(self.pattern, max_states=max_states, node=self.node, terms=terms)
+        return regex_automaton(
+            self.pattern,
+            max_states=max_states,
+            node=self.node,
+            terms=terms,
+            shortest=self.shortest,
+        )
 
 
 @dataclass(frozen=True)

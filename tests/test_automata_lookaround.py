@@ -20,11 +20,13 @@ from constrain_api.automata import (
     Difference,
     Empty,
     Intersect,
+    LazyDFA,
     Literal,
     Repeat,
     Seq,
     parse_regex,
     quantifier_modes,
+    regex_automaton,
 )
 from constrain_api.automata.regex import has_lookaround, is_void, needs_pruning, nullable
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
@@ -547,3 +549,93 @@ def _leaves_of(node) -> list:
     if isinstance(node, Intersect | Difference):
         return _leaves_of(node.left) + _leaves_of(node.right)
     return [node]
+
+
+# ------------------------------------------- lookarounds in a lazy automaton
+
+
+@SETTINGS
+@given(_patterns())
+def test_random_lookarounds_lazily_have_the_minimal_dfas_language(pattern: str) -> None:
+    """A ``LazyDFA`` steps a lookaround's intersection or difference as a
+    product of term sets, made a state only once a search found it has a
+    string: the same language as the minimal DFA, emptiness included, and
+    every state it finds is live (nothing for a trimming to drop)."""
+    whole = _compile(pattern, True)
+    if isinstance(whole, str):
+        return
+    lazy = LazyDFA(parse_regex(pattern, whole_text=True))
+    assert lazy.is_empty() == whole.is_empty(), pattern
+    built = lazy.to_dfa()
+    assert built.num_states == lazy.num_states, pattern  # all reachable and live
+    assert built.same_language(whole), pattern
+    # the shortest matches, with and without the empty string
+    assert (
+        LazyDFA(parse_regex(pattern, whole_text=True), shortest=True)
+        .to_dfa()
+        .same_language(whole.shortest())
+    ), pattern
+    without = LazyDFA(parse_regex(pattern, whole_text=True), shortest=True, without_empty=True)
+    assert without.to_dfa().same_language(whole.shortest().difference(ByteDFA.literal(b"")))
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["x(?!ab)a.", "(?:a(?!b)[ab])+", "[ab]{2}(?<!ab)(?<!bb)", "(?:x(?!y).)*z", "ab(?<!b)c"],
+)
+def test_a_lazy_lookaround_makes_no_state_without_a_string(pattern: str) -> None:
+    """Products whose left side's strings all lie in the right side's
+    (``x(?!ab)a`` then ``b``) have no string though neither side is
+    empty: the search finds them out before they are states."""
+    node = parse_regex(pattern, whole_text=True)
+    lazy = LazyDFA(node)
+    built = lazy.to_dfa()
+    assert built.num_states == lazy.num_states
+    assert built.same_language(ByteDFA.from_node(node))
+    compiled = re.compile(pattern)
+    for s in ALL_SHORT[:341] + random_texts(3, 300, "abxyz", 6):
+        assert lazy.matches(s.encode()) == bool(compiled.fullmatch(s)), (pattern, s)
+
+
+@pytest.mark.parametrize("pattern", [ESCAPED_STRING, LARK_REGEXP, r"/\*(.|\n)*?\*/", "a*?"])
+def test_lazy_shortest_matches_are_the_minimal_dfas(pattern: str) -> None:
+    node = parse_regex(pattern)
+    full = ByteDFA.from_node(node)
+    lazy = LazyDFA(node, shortest=True)
+    assert lazy.to_dfa().same_language(full.shortest())
+    assert lazy.to_dfa().num_states == lazy.num_states
+    assert regex_automaton(pattern, shortest=True) is regex_automaton(pattern, shortest=True)
+    assert regex_automaton(pattern, shortest=True) is not regex_automaton(pattern)
+
+
+def test_a_product_too_big_to_build_is_walked_by_its_states() -> None:
+    """``[ab]*`` whose 21st character from the end is ``a``, then ``c``: a
+    minimal DFA of about 2**21 states, which the eager construction
+    refuses past its bound; lazily, a walk pays for the states it visits
+    (each made once a depth-first search found it a string)."""
+    ab = CharSet.of("ab")
+    tail = Seq((Repeat(ab, 0, None), Literal("a"), Repeat(ab, 20, 20)))
+    node = Seq((Intersect(Repeat(ab, 0, None), tail), Literal("c")))
+    with pytest.raises(CompileLimitExceeded):
+        ByteDFA.from_node(node, max_states=5000)
+    lazy = LazyDFA(node, max_states=5000)
+    assert lazy.matches(b"a" * 21 + b"c") and lazy.matches(b"ba" + b"b" * 20 + b"c")
+    assert not lazy.matches(b"b" * 21 + b"c") and not lazy.matches(b"a" * 20 + b"c")
+    assert lazy.is_viable(b"ab" * 30) and not lazy.is_viable(b"ab" * 30 + b"c")
+    assert lazy.num_states < 200
+
+
+def test_a_product_search_past_its_bound_is_a_compile_limit(monkeypatch) -> None:
+    """Deciding that ``[ab]{0,300}`` and ``[ab]*c`` share no string walks
+    all 300 counts: past ``PRODUCT_SEARCH_BOUND`` products that is a
+    ``CompileLimitExceeded``, never an unbounded search; within it, the
+    empty language (so ``is_empty``)."""
+    from constrain_api.automata import lazy as lazy_module
+
+    ab = CharSet.of("ab")
+    node = Intersect(Repeat(ab, 0, 300), Seq((Repeat(ab, 0, None), Literal("c"))))
+    assert LazyDFA(node).is_empty()
+    monkeypatch.setattr(lazy_module, "PRODUCT_SEARCH_BOUND", 50)
+    with pytest.raises(CompileLimitExceeded) as info:
+        LazyDFA(node)
+    assert info.value.limit == "states"

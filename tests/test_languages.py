@@ -263,23 +263,34 @@ def test_parsed_regexes_are_shared_and_cleared():
     assert ca.parse_regex("a[bc]+") is not first and ca.parse_regex("a[bc]+") == first
 
 
-def test_a_lookaround_terminal_is_determinized_once_for_the_lowering_and_a_backend(
+def test_a_lookaround_terminal_is_never_determinized_whole_by_the_lowering_or_lazily(
     monkeypatch,
 ):
     """Whether a terminal with a lookaround (lark's ESCAPED_STRING) has any
-    string is decided by its automaton; the lowering builds the cached one
-    (``ByteDFA.from_regex``), so a backend asking for it next builds nothing."""
+    string is decided by a search of its lazy product (``TermTable``), and
+    the lazy automaton a backend walks (its shortest matches, as a lexer
+    reads it) is found state by state: neither determinizes the whole
+    regex, and the lazy one has the minimal DFA's language."""
     from constrain_api.lowering import lower
 
     spec = ca.Grammar("start: ESCAPED_STRING\n%import common.ESCAPED_STRING\n")
     ca.clear_caches()
-    ir = lower(spec).ir
-    (terminal,) = ir.terminals.values()
-    assert "(?<!" in terminal.pattern
+    real_from_node = ca.ByteDFA.from_node
 
     def built(*args, **kwargs):
-        raise AssertionError("determinized a second time")
+        raise AssertionError("determinized the whole regex")
 
     monkeypatch.setattr(ca.ByteDFA, "from_node", built)
-    dfa = terminal.dfa()
-    assert dfa.matches(b'"a\\"b"') and not dfa.matches(b'"a\\"')
+    ir = lower(spec).ir
+    (terminal,) = ir.terminals.values()
+    assert "(?<!" in terminal.pattern and terminal.shortest
+    lazy = terminal.automaton(lazy=True)
+    assert isinstance(lazy, ca.LazyDFA)
+    assert lazy.matches(b'"a\\"b"') and not lazy.matches(b'"a\\"')
+    monkeypatch.setattr(ca.ByteDFA, "from_node", real_from_node)
+    assert lazy.to_dfa().same_language(terminal.dfa())
+    # a lookaround that leaves no string is still found out, and dropped
+    with pytest.raises(ca.ConstraintError, match="derives no string"):
+        lower(ca.Grammar("start: BAD\nBAD: /ab(?<!b)c/\n"))
+    reduced = lower(ca.Grammar('start: "x" | BAD\nBAD: /ab(?<!b)c/\n')).reduce(lazy=True)
+    assert "BAD" not in reduced.names and reduced.names

@@ -10,13 +10,18 @@ the first time ``rows[state]`` is read.
 Its states are sets of *terms*: what is left of the regex after the bytes
 read so far (Antimirov's partial derivatives, over UTF-8 bytes: a character
 class is the alternation of its byte-range sequences, a counted repetition
-keeps its counts, ``Intersect``/``Difference`` embed their minimal
-automaton). Terms are interned by structure, so two ways of reaching the
-same remainder are one term: the copies of a shared continuation that a
-Thompson NFA keeps apart (an object's remaining members after each optional
-one) are one state here, as in the minimal DFA. Every term has some string
-(void pieces are dropped as terms are made), so every state found is live
-and ``-1`` means dead, as in a ``ByteDFA``. Not minimized otherwise.
+keeps its counts, an ``Intersect``/``Difference`` (a lookaround's) is
+the product of its two sides' term sets, stepped together). Terms are
+interned by structure, so two ways of reaching the same remainder are one
+term: the copies of a shared continuation that a Thompson NFA keeps apart
+(an object's remaining members after each optional one) are one state
+here, as in the minimal DFA. Every term has some string
+(void pieces are dropped as terms are made; a product is made a term only
+once a search of the products it leads to found one that accepts), so every
+state found is live and ``-1`` means dead, as in a ``ByteDFA``. Not
+minimized otherwise. A lookaround's automaton is never built whole: a
+string terminal minus the names an object declares, or a format within a
+JSON string, costs the states a walk visits, not the full product's.
 
 The regex itself is taken apart as lazily: an alternation of the AST is
 one term until a state's row first needs its first bytes, and then only
@@ -30,6 +35,7 @@ never changes.
 
 from __future__ import annotations
 
+import heapq
 import threading
 import weakref
 
@@ -54,6 +60,11 @@ __all__ = ["LazyDFA", "TermTable", "regex_automaton"]
 
 _EPS = 0  # the term of the empty string
 
+#: Products (an intersection's or difference's pairs of term sets) one
+#: search for a string may meet before ``CompileLimitExceeded``: what the
+#: minimal automaton of the same node may have (``DEFAULT_MAX_STATES``).
+PRODUCT_SEARCH_BOUND = DEFAULT_MAX_STATES
+
 
 class TermTable:
     """Interned terms (``int`` ids), their nullability and linear forms:
@@ -69,7 +80,10 @@ class TermTable:
     a time as walks read them), ``("s", a, b)`` (``a`` then ``b``),
     ``("a", ids)`` (any of),
     ``("k", x, m, n)`` (``x`` ``m`` to ``n`` times, ``None``: unbounded),
-    ``("d", k, q)`` (state ``q`` of embedded automaton ``k``), ``("u",
+    ``("x", op, left, right)`` (the strings of any of the terms ``left``
+    that are (``op`` ``"and"``) or are not (``"minus"``) strings of any of
+    the terms ``right``: an ``Intersect``/``Difference``, a lookaround's,
+    stepped as a product of the two sides' term sets), ``("u",
     sequences)`` (any of these byte-range sequences: a character class's
     UTF-8 encodings, its linear form one item per distinct leading range,
     their rests a ``"u"`` term again) or ``("n", node)`` (an ``Alt`` of
@@ -88,8 +102,12 @@ class TermTable:
         self.defs: list[tuple] = [("e",)]
         self.nullable: list[bool] = [True]
         self.forms: list[tuple | None] = [()]
-        self.automata: list[ByteDFA] = []
-        self.leaves: dict[rx.Node, int | None] = {}  # literal and class terms by node
+        self.leaves: dict[rx.Node, int | None] = {}  # literal, class, product terms by node
+        # products ("x" keys) that have no string, and ones known to have
+        # one but not made terms yet (met by a search, see _has_string)
+        self._void_products: set[tuple] = set()
+        self._live_products: set[tuple] = set()
+        self._least: dict[int, int] = {}  # _min_length's memo
 
     def _make(self, key: tuple, nullable: bool) -> int:
         t = self.ids.get(key)
@@ -148,9 +166,6 @@ class TermTable:
             return x
         return self._make(("k", x, lo, hi), lo == 0)
 
-    def automaton_state(self, k: int, q: int) -> int:
-        return self._make(("d", k, q), bool(self.automata[k].accepting[q]))
-
     def form(self, t: int) -> tuple:
         """The linear form of ``t`` (memoized)."""
         f = self.forms[t]
@@ -178,11 +193,12 @@ class TermTable:
             f = self.form(self._level(d[1]))
         elif op == "u":
             f = self._utf8_form(d[1])
-        else:  # "d"
-            k, q = d[1], d[2]
+        else:  # "x"
+            product, left, right = d[1], d[2], d[3]
             f = tuple(
-                (lo, hi, self.automaton_state(k, target))
-                for lo, hi, target in self.automata[k].runs_of(q)
+                (lo, hi, t2)
+                for lo, hi, left2, right2 in self._product_steps(product, left, right)
+                if (t2 := self.product(product, left2, right2)) is not None
             )
         self.forms[t] = f
         return f
@@ -196,7 +212,9 @@ class TermTable:
         if isinstance(node, rx.Seq | rx.Alt | rx.Repeat):
             if rx.is_void(node):
                 return None
-            if isinstance(node, rx.Alt):
+            if isinstance(node, rx.Alt) and not rx.has_lookaround(node):
+                # (with a lookaround inside, only taking it apart tells
+                # whether it has a string: it is, at once)
                 return self._make(("n", node), rx.nullable(node))
             # a sequence or repetition is its own level at once, so the same
             # remainder is one term however it is reached (what is left of
@@ -204,12 +222,12 @@ class TermTable:
             return self._level(node)
         if isinstance(node, rx.Empty):
             return _EPS
-        if isinstance(node, rx.Intersect | rx.Difference):
-            return self._embedded(node)
         t = self.leaves.get(node, -1)
         if t != -1:
             return t
-        if isinstance(node, rx.Literal):
+        if isinstance(node, rx.Intersect | rx.Difference):
+            t = self._product_of(node)
+        elif isinstance(node, rx.Literal):
             t = self._literal(node.text.encode())
         elif isinstance(node, rx.CharSet):
             sequences = tuple(utf8_sequences(node))
@@ -219,18 +237,18 @@ class TermTable:
         self.leaves[node] = t
         return t
 
-    def _level(self, node: rx.Seq | rx.Alt | rx.Repeat) -> int:
-        """A composite node (not void) as the terms of its own level."""
+    def _level(self, node: rx.Seq | rx.Alt | rx.Repeat) -> int | None:
+        """A composite node (not void) as the terms of its own level
+        (``None`` only where a lookaround inside leaves no string)."""
         if isinstance(node, rx.Seq):
-            parts = [self.of_node(part) for part in node.parts]  # (none void: the node is not)
-            t: int | None = self._sequence(parts)  # type: ignore[arg-type]
+            t: int | None = self._sequence([self.of_node(part) for part in node.parts])
         elif isinstance(node, rx.Alt):
             options = {self.of_node(option) for option in node.options}
             options.discard(None)
             t = self.alt(options)
         else:
             t = self.rep(self.of_node(node.node), node.min, node.max)
-        assert t is not None, "a node that is not void has a term"
+        assert t is not None or rx.has_lookaround(node), "a node that is not void has a term"
         return t
 
     def _utf8_form(self, sequences: tuple) -> tuple:
@@ -261,21 +279,165 @@ class TermTable:
             return self.byte_range(data[0], data[0])
         return self._make(("l", data), False)
 
-    def _sequence(self, parts: list[int]) -> int:
-        t = _EPS
+    def _sequence(self, parts: list[int | None]) -> int | None:
+        t: int | None = _EPS
         for part in reversed(parts):
             t = self.seq(part, t)
         return t
 
-    def _embedded(self, node: rx.Intersect | rx.Difference) -> int | None:
-        """An ``Intersect``/``Difference`` node as its minimal automaton."""
-        left = ByteDFA.from_node(node.left)
-        right = ByteDFA.from_node(node.right)
-        dfa = left.intersect(right) if isinstance(node, rx.Intersect) else left.difference(right)
-        if dfa.is_empty():
+    # -- intersections and differences (lookarounds), as products
+
+    def _product_of(self, node: rx.Intersect | rx.Difference) -> int | None:
+        """An ``Intersect``/``Difference`` node as a product term (``None``
+        when no string is in it)."""
+        op = "and" if isinstance(node, rx.Intersect) else "minus"
+        left = self.of_node(node.left)
+        if left is None:
             return None
-        self.automata.append(dfa)
-        return self.automaton_state(len(self.automata) - 1, dfa.start)
+        right = self.of_node(node.right)
+        return self.product(op, self._members(left), self._members(right))
+
+    def _members(self, t: int | None) -> frozenset[int]:
+        """``t``'s options (an alternation's), as a set (empty for ``None``)."""
+        if t is None:
+            return frozenset()
+        d = self.defs[t]
+        return d[1] if d[0] == "a" else frozenset((t,))
+
+    def product(self, op: str, left: frozenset[int], right: frozenset[int]) -> int | None:
+        """The term of the strings of any of ``left`` that are (``op``
+        ``"and"``) or are not (``"minus"``) strings of any of ``right``;
+        ``None`` when there is none (found by a search of the product,
+        ``_has_string``: every term has some string)."""
+        if not left:
+            return None
+        if op == "minus":
+            if not right:
+                return self.alt(set(left))
+            if left <= right:
+                return None
+        else:
+            if not right:
+                return None
+            if left <= right:
+                return self.alt(set(left))
+            if right <= left:
+                return self.alt(set(right))
+        key = ("x", op, left, right)
+        t = self.ids.get(key)
+        if t is not None:
+            return t
+        if key not in self._live_products and (
+            key in self._void_products or not self._has_string(key)
+        ):
+            return None
+        nullable = self.nullable
+        in_left = any(nullable[u] for u in left)
+        in_right = any(nullable[u] for u in right)
+        return self._make(key, in_left and (in_right if op == "and" else not in_right))
+
+    def _product_steps(
+        self, op: str, left: frozenset[int], right: frozenset[int]
+    ) -> list[tuple[int, int, frozenset[int], frozenset[int]]]:
+        """``(lo, hi, left', right')``: the two sides' continuations after
+        a byte in ``lo..hi``, for each piece of the byte line where the
+        left side goes on (and, for ``"and"``, the right side too)."""
+        form = self.form
+        items = [(lo, hi, (0, u)) for t in left for lo, hi, u in form(t)]
+        items += [(lo, hi, (1, u)) for t in right for lo, hi, u in form(t)]
+        steps = []
+        for lo, hi, targets in byte_segments(items):
+            left2 = frozenset(u for side, u in targets if not side)
+            right2 = frozenset(u for side, u in targets if side)
+            if left2 and (right2 or op == "minus"):
+                steps.append((lo, hi, left2, right2))
+        return steps
+
+    def _has_string(self, key: tuple) -> bool:
+        """Whether the product ``key`` (``("x", op, left, right)``) has a
+        string: a best-first search of the products it leads to, fewest
+        bytes still needed first (``_min_length``: a count still to go, a
+        closing quote), until one accepts or is known to have a string
+        (then so do those on the way to it), or none is left (then none of
+        those met has one). Best first: a counted repetition is not walked
+        a count at a time, nor a suffix of fixed length a string at a time.
+        ``CompileLimitExceeded`` past ``PRODUCT_SEARCH_BOUND`` products."""
+        op = key[1]
+        nullable, needs = self.nullable, self._product_min_length
+        live, void, ids = self._live_products, self._void_products, self.ids
+        parent: dict[tuple, tuple | None] = {key: None}
+        heap = [(needs(op, key[2], key[3]), 0, key)]
+        found: tuple | None = None
+        while heap and found is None:
+            if len(parent) > PRODUCT_SEARCH_BOUND:
+                raise CompileLimitExceeded(
+                    "states",
+                    PRODUCT_SEARCH_BOUND,
+                    len(parent),
+                    "deciding whether an intersection or difference (a lookaround) has a string",
+                )
+            checkpoint()
+            at = heapq.heappop(heap)[2]
+            _, _, left, right = at
+            in_right = any(nullable[u] for u in right)
+            if any(nullable[u] for u in left) and (in_right if op == "and" else not in_right):
+                found = at
+                break
+            for _lo, _hi, left2, right2 in self._product_steps(op, left, right):
+                if not right2 if op == "minus" else left2 <= right2 or right2 <= left2:
+                    found = at  # (a side's terms alone: they have strings)
+                    break
+                if op == "minus" and left2 <= right2:
+                    continue
+                after = ("x", op, left2, right2)
+                if after in ids or after in live:
+                    found = at
+                    break
+                if after not in parent and after not in void:
+                    parent[after] = at
+                    heapq.heappush(heap, (needs(op, left2, right2), len(parent), after))
+        if found is None:
+            void.update(parent)
+            return False
+        while found is not None:
+            live.add(found)
+            found = parent[found]
+        return True
+
+    def _product_min_length(self, op: str, left: frozenset[int], right: frozenset[int]) -> int:
+        """Bytes a product's strings have at least (a lower bound)."""
+        least = self._min_length
+        n = min(least(t) for t in left)
+        return max(n, min(least(t) for t in right)) if op == "and" and right else n
+
+    def _min_length(self, t: int) -> int:
+        """Bytes ``t``'s strings have at least (exact but for products and
+        alternations not taken apart, where a lower bound), memoized."""
+        known = self._least.get(t)
+        if known is not None:
+            return known
+        d = self.defs[t]
+        op = d[0]
+        if op == "s":  # (a right-nested chain: its heads, then its last term)
+            n, u = 0, t
+            while self.defs[u][0] == "s":
+                n += self._min_length(self.defs[u][1])
+                u = self.defs[u][2]
+            n += self._min_length(u)
+        elif op == "a":
+            n = min(self._min_length(u) for u in d[1])
+        elif op == "k":
+            n = d[2] * self._min_length(d[1])
+        elif op == "x":
+            n = self._product_min_length(d[1], d[2], d[3])
+        elif op == "l":
+            n = len(d[1])
+        elif op == "u":
+            n = min(len(sq) for sq in d[1])
+        else:  # "e": 0, "r": 1, "n": at least 0 (not taken apart for this)
+            n = 1 if op == "r" else 0
+        self._least[t] = n
+        return n
 
 
 class _Rows(dict):
@@ -316,7 +478,10 @@ class LazyDFA(Walking):
     ``matches``, ``is_viable`` as on a ``ByteDFA``. ``without_empty``
     drops the empty string from the language (the start state is then a
     state of its own, never accepting); ``nullable`` says whether the
-    regex's own language has it. ``CompileLimitExceeded`` when more
+    regex's own language has it. ``shortest`` keeps only the strings no
+    proper prefix of which is in the language (an accepting state has no
+    transitions: ``ByteDFA.shortest``'s language, applied before
+    ``without_empty``). ``CompileLimitExceeded`` when more
     than ``max_states`` states are found, or the regex's terms pass the
     NFA bound, or its AST nests too deeply to take apart (whenever that
     happens: at construction or in the walk that finds it).
@@ -328,9 +493,11 @@ class LazyDFA(Walking):
         *,
         max_states: int = DEFAULT_MAX_STATES,
         without_empty: bool = False,
+        shortest: bool = False,
         terms: TermTable | None = None,
     ):
         self.max_states = max_states
+        self.shortest = shortest
         if terms is None:
             terms = TermTable()
         self._terms = terms
@@ -357,7 +524,8 @@ class LazyDFA(Walking):
             self._sets.append(first)
             self.accept.append(False)
             with terms.lock:
-                empty = term is None or not terms.form(term)
+                # (shortest: with the empty string in it, the language is just that)
+                empty = term is None or (shortest and self.nullable) or not terms.form(term)
         else:
             self._add(first)
             empty = term is None
@@ -415,6 +583,9 @@ class LazyDFA(Walking):
             if not 0 <= state < len(self._sets):
                 raise IndexError(f"no state {state} found yet")
             checkpoint()
+            if self.shortest and self.accept[state]:
+                runs = self.runs[state] = ()
+                return runs
             form = self._terms.form
             try:
                 items = [item for t in self._sets[state] for item in form(t)]
@@ -456,6 +627,7 @@ def regex_automaton(
     max_states: int = DEFAULT_MAX_STATES,
     node: rx.Node | None = None,
     terms: TermTable | None = None,
+    shortest: bool = False,
 ) -> ByteDFA | LazyDFA:
     """The automaton of ``re.fullmatch(pattern, text)`` for a walk that
     visits few of its states: the minimal ``ByteDFA`` when one was built
@@ -465,16 +637,23 @@ def regex_automaton(
     found in them). ``node``: ``pattern``'s AST if the caller has it;
     ``terms``: the table a long pattern's automaton shares with its
     grammar's others (a short one, kept by the cache, has its own, so the
-    cache holds no grammar's table)."""
-    key = (pattern, max_states, False)
-    dfa = _REGEX_AUTOMATA.get(key)
-    if dfa is not None:
-        return dfa
+    cache holds no grammar's table). ``shortest``: the shortest matches
+    only (``LazyDFA``'s ``shortest``: a lexer's reading of an all-lazy
+    regex), always a ``LazyDFA``."""
+    key: tuple = (pattern, max_states, False)
+    if not shortest:
+        dfa = _REGEX_AUTOMATA.get(key)
+        if dfa is not None:
+            return dfa
+    else:
+        key = (pattern, max_states, "shortest")
     lazy = _LAZY.get(key)
     if lazy is None:
         shared = len(pattern) <= _SHARED_PATTERN_CHARS
         node = node if node is not None else rx.parse_regex(pattern)
-        lazy = LazyDFA(node, max_states=max_states, terms=None if shared else terms)
+        lazy = LazyDFA(
+            node, max_states=max_states, shortest=shortest, terms=None if shared else terms
+        )
         if shared:
             _LAZY.put(key, lazy)
     return lazy
@@ -486,7 +665,7 @@ def regex_automaton(
 #: are long, and built for that schema alone.
 _SHARED_PATTERN_CHARS = 4096
 
-#: ``regex_automaton``'s lazy automata by (pattern, max_states): at most 32,
+#: ``regex_automaton``'s lazy automata by (pattern, max_states, shortest?): at most 32,
 #: of patterns up to ``_SHARED_PATTERN_CHARS`` (a term or two per character
 #: once walks have taken them apart, and the states the walks found). Few:
 #: the patterns schemas share (strings, numbers) are used by every schema

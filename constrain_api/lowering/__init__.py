@@ -24,6 +24,8 @@ from __future__ import annotations
 import functools
 
 from ..automata import ByteDFA, Empty, Literal, Node, alt, parse_regex
+from ..automata.dfa import DEFAULT_MAX_STATES, nfa_limit
+from ..automata.lazy import TermTable
 from ..automata.regex import has_lookaround, is_void
 from ..budget import is_budget_error
 from ..caching import SPEC_GRAPHS, core_cache
@@ -79,7 +81,7 @@ def lower(spec: Constraint) -> Language:
             raise ConstraintError("json_schema", "no JSON value satisfies the schema", "#") from e
     if kind == "regex":
         node = parse_regex(spec.pattern)
-        if _no_string(node, spec.pattern):
+        if _no_string(node):
             raise ConstraintError("regex", _EMPTY)
         return Regular.from_node(node)
     if kind == "choice":
@@ -106,7 +108,7 @@ def _context_free(ir: GrammarIR) -> ContextFree:
     terminals = [
         name
         for name, terminal in ir.terminals.items()
-        if terminal.literal or not _no_string(terminal.ast(), terminal.pattern)
+        if terminal.literal or not _no_string(terminal.ast())
     ]
     try:  # (the reduced grammar's check, without building the terminals' automata)
         productive_rules(((r.lhs, r.rhs) for r in ir.rules), terminals, ir.start)
@@ -116,18 +118,21 @@ def _context_free(ir: GrammarIR) -> ContextFree:
     return ContextFree(ir)
 
 
-def _no_string(node: Node, pattern: str | None = None) -> bool:
+def _no_string(node: Node) -> bool:
     """Whether the AST's language is empty: syntactically where that is exact
-    (no lookaround), else by its automaton (when that fits the default bound;
-    past it the backend's own compile meets the limit). ``pattern``: the
-    regex ``node`` was parsed from, whose automaton is then the cached one
-    (``ByteDFA.from_regex``) a backend asks for next, not built twice."""
+    (no lookaround), else by the terms of a lazy automaton (``TermTable``:
+    a lookaround's product is searched for a string until one is found, not
+    built whole; past the default bound the backend's own compile meets
+    the limit)."""
     if not has_lookaround(node):
         return is_void(node)
+    terms = TermTable()
+    terms.limit = nfa_limit(DEFAULT_MAX_STATES)
     try:
-        dfa = ByteDFA.from_node(node) if pattern is None else ByteDFA.from_regex(pattern, node=node)
-        return dfa.is_empty()
+        return terms.of_node(node) is None
     except CompileLimitExceeded as e:
         if is_budget_error(e):
             raise
+        return False
+    except RecursionError:  # (nested too deeply: the backend's compile says so)
         return False
