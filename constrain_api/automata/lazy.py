@@ -20,8 +20,8 @@ here, as in the minimal DFA. Every term has some string
 once a search of the products it leads to found one that accepts), so every
 state found is live and ``-1`` means dead, as in a ``ByteDFA``. Not
 minimized otherwise. A lookaround's automaton is never built whole: a
-string terminal minus the names an object declares, or a format within a
-JSON string, costs the states a walk visits, not the full product's.
+format or a pattern intersected with a JSON string costs the states a walk
+visits, not the full product's.
 
 The regex itself is taken apart as lazily: an alternation of the AST is
 one term until a state's row first needs its first bytes, and then only

@@ -778,3 +778,29 @@ def test_built_trees_leave_the_collectors_view(vocab):
         # (a tuple holding dicts stays tracked, but dicts of numbers are not)
         assert type(tree.children) is tuple
         assert not any(gc.is_tracked(children) for children in tree.children)
+
+
+def test_a_format_within_a_length_bound_is_walked_lazily_and_exact(vocab, naive):
+    """An e-mail of at most N characters is the product of the format's
+    automaton and the count's: at N = 1024 more states than any backend's
+    bound when built whole (``CompileLimitExceeded`` on ``naive``), which
+    ``domino``'s lazy automaton never builds; at N = 40, where the oracle
+    can build it, the masks are the oracle's."""
+    small = ca.JsonSchema({"type": "string", "format": "email", "maxLength": 40})
+    compiled, oracle = ca.get("domino").compile(small, vocab), naive.compile(small, vocab)
+    docs = ['"ada.lovelace@example.com"', '"a@b"', '"x+y@[127.0.0.1]"']
+    for path in _paths(vocab, oracle, docs, "email"):
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, result.describe(vocab)
+    wide = ca.JsonSchema({"type": "string", "format": "email", "maxLength": 1024})
+    with pytest.raises(ca.CompileLimitExceeded):
+        naive.compile(wide, vocab)
+    checker = ca.get("domino").compile(wide, vocab).checker()
+
+    def whole(text: str) -> bool:
+        tokens = [*vocab.encode(text), vocab.eos_id]
+        return checker.validate(tokens) == len(tokens)
+
+    assert whole('"ada@example.com"') and not whole('"ada.example.com"')
+    assert whole('"' + "a" * 1020 + '@b.c"')  # 1,024 characters
+    assert not whole('"' + "a" * 1021 + '@b.c"')
