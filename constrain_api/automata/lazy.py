@@ -311,18 +311,9 @@ class TermTable:
         ``_has_string``: every term has some string)."""
         if not left:
             return None
-        if op == "minus":
-            if not right:
-                return self.alt(set(left))
-            if left <= right:
-                return None
-        else:
-            if not right:
-                return None
-            if left <= right:
-                return self.alt(set(left))
-            if right <= left:
-                return self.alt(set(right))
+        side = self._one_side(op, left, right)
+        if side is not None:
+            return self.alt(set(side))  # (None for the empty set)
         key = ("x", op, left, right)
         t = self.ids.get(key)
         if t is not None:
@@ -331,10 +322,31 @@ class TermTable:
             key in self._void_products or not self._has_string(key)
         ):
             return None
+        return self._make(key, self._product_accepts(op, left, right))
+
+    @staticmethod
+    def _one_side(op: str, left: frozenset[int], right: frozenset[int]) -> frozenset[int] | None:
+        """A product that one side decides alone (its term sets are of live
+        terms): the terms it equals (empty: no string), else ``None``."""
+        if op == "minus":
+            if not right:
+                return left
+            if left <= right:
+                return frozenset()
+        else:
+            if not right:
+                return frozenset()
+            if left <= right:
+                return left
+            if right <= left:
+                return right
+        return None
+
+    def _product_accepts(self, op: str, left: frozenset[int], right: frozenset[int]) -> bool:
+        """Whether the empty string is in the product."""
         nullable = self.nullable
-        in_left = any(nullable[u] for u in left)
         in_right = any(nullable[u] for u in right)
-        return self._make(key, in_left and (in_right if op == "and" else not in_right))
+        return any(nullable[u] for u in left) and (in_right if op == "and" else not in_right)
 
     def _product_steps(
         self, op: str, left: frozenset[int], right: frozenset[int]
@@ -363,7 +375,7 @@ class TermTable:
         a count at a time, nor a suffix of fixed length a string at a time.
         ``CompileLimitExceeded`` past ``PRODUCT_SEARCH_BOUND`` products."""
         op = key[1]
-        nullable, needs = self.nullable, self._product_min_length
+        needs = self._product_min_length
         live, void, ids = self._live_products, self._void_products, self.ids
         parent: dict[tuple, tuple | None] = {key: None}
         heap = [(needs(op, key[2], key[3]), 0, key)]
@@ -379,15 +391,15 @@ class TermTable:
             checkpoint()
             at = heapq.heappop(heap)[2]
             _, _, left, right = at
-            in_right = any(nullable[u] for u in right)
-            if any(nullable[u] for u in left) and (in_right if op == "and" else not in_right):
+            if self._product_accepts(op, left, right):
                 found = at
                 break
             for _lo, _hi, left2, right2 in self._product_steps(op, left, right):
-                if not right2 if op == "minus" else left2 <= right2 or right2 <= left2:
-                    found = at  # (a side's terms alone: they have strings)
-                    break
-                if op == "minus" and left2 <= right2:
+                side = self._one_side(op, left2, right2)
+                if side is not None:
+                    if side:  # (a side's terms alone: they have strings)
+                        found = at
+                        break
                     continue
                 after = ("x", op, left2, right2)
                 if after in ids or after in live:
