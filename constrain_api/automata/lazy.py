@@ -65,6 +65,10 @@ _EPS = 0  # the term of the empty string
 #: minimal automaton of the same node may have (``DEFAULT_MAX_STATES``).
 PRODUCT_SEARCH_BOUND = DEFAULT_MAX_STATES
 
+#: the parts of a sequence ``TermTable.relaxed`` looks at (a state inside a
+#: counted string has the count first, or after the rest of an escape)
+_RELAXED_PARTS = 4
+
 
 class TermTable:
     """Interned terms (``int`` ids), their nullability and linear forms:
@@ -165,6 +169,38 @@ class TermTable:
         if (lo, hi) == (1, 1):
             return x
         return self._make(("k", x, lo, hi), lo == 0)
+
+    def relaxed(self, t: int, width: int) -> int:
+        """A term with the strings of at most ``width`` bytes that ``t``
+        has, and the same ones of them that can go on: the counted
+        repetitions among the first parts of ``t``'s sequence that no
+        ``width`` bytes can exhaust made unbounded (``x{m,n}`` with ``n >
+        width`` becomes ``x{min(m, width + 1),}``, ``x{m,}`` with ``m >
+        width`` becomes ``x{width + 1,}``); ``t`` itself where there are
+        none. Sound because each round of a repetition takes a byte or
+        more (or none, where ``x`` has the empty string: then its count
+        never matters), so ``width`` bytes reach no count past ``width``;
+        whatever comes after such a piece is the same term."""
+        heads: list[int] = []
+        rest = t
+        while self.defs[rest][0] == "s" and len(heads) < _RELAXED_PARTS:
+            _, head, rest = self.defs[rest]
+            heads.append(head)
+        parts = [self._relaxed_rep(h, width) for h in heads]
+        last = self._relaxed_rep(rest, width)
+        if last == rest and parts == heads:
+            return t
+        for head in reversed(parts):
+            last = self.seq(head, last)
+        return last
+
+    def _relaxed_rep(self, t: int, width: int) -> int:
+        """``t`` made unbounded if it is a repetition whose bounds lie
+        beyond ``width`` rounds (see :meth:`relaxed`), else ``t``."""
+        d = self.defs[t]
+        if d[0] != "k" or not ((d[3] is not None and d[3] > width) or d[2] > width):
+            return t
+        return self.rep(d[1], min(d[2], width + 1), None)
 
     def form(self, t: int) -> tuple:
         """The linear form of ``t`` (memoized)."""
@@ -523,6 +559,7 @@ class LazyDFA(Walking):
                     "nesting", 0, None, "the regex AST is nested too deeply"
                 ) from None
         self._ids: dict[frozenset[int], int] = {}
+        self._relaxed: dict[tuple[int, int], int] = {}  # relaxed()'s memo
         self._sets: list[frozenset[int]] = []
         self.accept: list[bool] = []
         self.rows: dict[int, tuple[int, ...]] = _Rows(self)
@@ -622,6 +659,36 @@ class LazyDFA(Walking):
         if runs is None:
             runs = self._expand(state)
         return runs
+
+    def relaxed(self, state: int, width: int) -> int:
+        """A state that reads every string of at most ``width`` bytes as
+        ``state`` does (accepting after the same prefixes, dead after the
+        same ones), with the counts that ``width`` bytes cannot exhaust
+        lifted (:meth:`TermTable.relaxed`): the states inside a long
+        counted string, one per count, are then one state, which every
+        plain character leaves as it is. ``state`` itself where nothing
+        changes, and in a ``shortest`` automaton (whose strings depend on
+        what lies beyond). The state is found like any other (it counts
+        against ``max_states``); memoized."""
+        if self.shortest:
+            return state
+        key = (state, width)
+        found = self._relaxed.get(key)
+        if found is not None:
+            return found
+        with self._lock:
+            terms = self._sets[state]
+            relax = self._terms.relaxed
+            relaxed = frozenset(relax(t, width) for t in terms)
+            found = state
+            nullable = self._terms.nullable
+            # (a start state made apart from the empty string keeps its own)
+            if relaxed != terms and self.accept[state] == any(nullable[t] for t in relaxed):
+                found = self._ids.get(relaxed)
+                if found is None:
+                    found = self._add(relaxed)
+            self._relaxed[key] = found
+        return found
 
     @property
     def nfa_states(self) -> int:

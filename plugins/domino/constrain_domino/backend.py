@@ -38,6 +38,7 @@ from constrain_api import (
     BaseCompiler,
     Capabilities,
     CompileStats,
+    LazyDFA,
     LRTable,
     Stack,
     StateChecker,
@@ -183,6 +184,7 @@ class DominoCompiled(BaseCompiled):
         self.k = k
         self._builder = TreeBuilder(grammar, trie)
         self._trees: OrderedDict[tuple[int, int], SubterminalTree] = OrderedDict()
+        self._tree_positions: dict[tuple[int, int], tuple[int, int]] = {}
         self._tree_bytes, self.tree_bytes_held = tree_bytes, 0
         self._masks: OrderedDict[State, np.ndarray] = OrderedDict()
         self._mask_cache = mask_cache
@@ -200,8 +202,28 @@ class DominoCompiled(BaseCompiled):
         return DominoChecker(self)
 
     # -- trees --------------------------------------------------------------------
+    def tree_position(self, position: tuple[int, int]) -> tuple[int, int]:
+        """The position whose tree is ``position``'s: inside a lazily built
+        terminal, its state with the counts no token can exhaust lifted
+        (``LazyDFA.relaxed`` over the longest token's bytes: a tree reads
+        each token's bytes only, so both give the same tree), so that the
+        positions inside a long counted string share one tree, whose walk
+        takes slices; else ``position`` (memoized)."""
+        found = self._tree_positions.get(position)
+        if found is None:
+            t, q = position
+            dfa = self.grammar.dfas[t] if t >= 0 else None
+            if isinstance(dfa, LazyDFA):
+                found = (t, dfa.relaxed(q, self._builder.trie.max_token_bytes))
+            else:
+                found = position
+            self._tree_positions[position] = found
+        return found
+
     def tree(self, position: tuple[int, int]) -> SubterminalTree:
-        """The subterminal tree of ``position`` (built on first use)."""
+        """The subterminal tree of ``position`` (built on first use; shared
+        with the positions that have the same :meth:`tree_position`)."""
+        position = self.tree_position(position)
         tree = self._trees.get(position)
         if tree is not None:
             try:  # noqa: SIM105 (not contextlib.suppress: a context manager per call)

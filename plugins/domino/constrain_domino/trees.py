@@ -98,6 +98,7 @@ class VocabTrie:
         self.words = bitmask_words(vocab.size)
         self.num_nodes = int(trie.num_nodes)
         self.depth = np.ascontiguousarray(trie.depth, dtype=np.int32)
+        self.max_token_bytes = int(self.depth.max())  # the longest token's bytes
         self.edge = np.ascontiguousarray(trie.edge_byte, dtype=np.uint8)
         self.subtree_end = np.ascontiguousarray(trie.subtree_end, dtype=np.int32)
         self.token_offsets = np.ascontiguousarray(trie.token_offsets, dtype=np.int32)

@@ -804,3 +804,28 @@ def test_a_format_within_a_length_bound_is_walked_lazily_and_exact(vocab, naive)
     assert whole('"ada@example.com"') and not whole('"ada.example.com"')
     assert whole('"' + "a" * 1020 + '@b.c"')  # 1,024 characters
     assert not whole('"' + "a" * 1021 + '@b.c"')
+
+
+def test_positions_inside_a_long_count_share_a_tree_and_masks_stay_exact(vocab, naive):
+    """A string of at most 120 characters has a state per count; a tree
+    reads one token's bytes (at most 35 here), so every count a token
+    cannot exhaust has the same tree: the positions inside the string
+    share one (``tree_position``), and the masks are still the oracle's,
+    near the end of the count too."""
+    spec = ca.Regex(r'"[a-z ]{0,120}"')
+    domino = ca.get("domino")
+    compiled, oracle = domino.compile(spec, vocab), naive.compile(spec, vocab)
+    docs = ['"' + "hello world " * 8 + '"', '"' + "ab" * 59 + '"', '"' + "z" * 120 + '"']
+    for path in _paths(vocab, oracle, docs, "count"):
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, result.describe(vocab)
+    fresh = domino.compile(spec, vocab)
+    checker = fresh.checker()
+    bitmask = ca.allocate_bitmask(1, vocab.size)
+    positions = set()
+    for token in vocab.encode('"' + "hello world " * 6):
+        checker.fill_mask(bitmask, 0)
+        positions |= {(t, q) for _, t, q in checker.state}
+        checker.update([token])
+    assert len(positions) >= 20  # a position per count reached
+    assert len(fresh._trees) <= 2  # the boundary and the inside of the string
