@@ -829,3 +829,64 @@ def test_positions_inside_a_long_count_share_a_tree_and_masks_stay_exact(vocab, 
         checker.update([token])
     assert len(positions) >= 20  # a position per count reached
     assert len(fresh._trees) <= 2  # the boundary and the inside of the string
+
+
+CONCURRENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 60},
+        "tags": {"type": "array", "items": {"enum": ["red", "green", "blue"]}},
+        "size": {"type": "integer"},
+        "owner": {"type": "object", "properties": {"id": {"type": "string"}}},
+    },
+    "required": ["name"],
+    "additionalProperties": {"type": "number"},
+}
+CONCURRENT_DOCS = (
+    '{"name":"ada lovelace","tags":["red","blue"],"size":36}',
+    '{"name":"charles","size":-4,"owner":{"id":"x7"},"extra":2.5}',
+    '{"name":"grace","tags":[],"other":1e3}',
+)
+
+
+def test_checkers_of_one_compiled_schema_in_two_threads_give_the_oracles_masks(vocab, naive):
+    """Two threads decode with checkers of one compiled JSON schema at once,
+    from its first mask on (trees, masks and automaton states found
+    concurrently, through the shared builder, caches and lazy automata):
+    every mask of each is the oracle's for its own document. Four rounds,
+    each on a fresh compile, the documents paired differently."""
+    import threading
+
+    spec = ca.JsonSchema(CONCURRENT_SCHEMA)
+    oracle = naive.compile(spec, vocab)
+    paths_ = [paths.longest_match(vocab, doc) for doc in CONCURRENT_DOCS]
+    for path in paths_:  # documents of the schema, whole
+        assert path and oracle.checker().validate([*path, vocab.eos_id]) == len(path) + 1
+    wanted = [[m.words for m in checks.oracle_masks(oracle, path)] for path in paths_]
+
+    def decode(compiled, path, out, start):
+        checker = compiled.checker()
+        bitmask = ca.allocate_bitmask(1, vocab.size)
+        start.wait()
+        for step in range(len(path) + 1):
+            checker.fill_mask(bitmask, 0)
+            out.append(bitmask[0].copy())
+            if step < len(path):
+                checker.update([path[step]])
+
+    for pair in ((0, 1), (1, 2), (2, 0), (0, 0)):
+        compiled = ca.get("domino").compile(spec, vocab)
+        start = threading.Barrier(2)
+        got: list[list[np.ndarray]] = [[], []]
+        threads = [
+            threading.Thread(target=decode, args=(compiled, paths_[i], out, start))
+            for i, out in zip(pair, got, strict=True)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for i, rows in zip(pair, got, strict=True):
+            assert len(rows) == len(wanted[i]), (pair, i)
+            for step, (row, want) in enumerate(zip(rows, wanted[i], strict=True)):
+                assert np.array_equal(row.view(np.uint32), want.view(np.uint32)), (pair, i, step)
