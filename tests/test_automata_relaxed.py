@@ -18,12 +18,9 @@ def _states(dfa: LazyDFA, alphabet: bytes, depth: int) -> list[int]:
     """The states reached by strings of at most ``depth`` bytes of ``alphabet``."""
     seen, frontier = {dfa.start}, [dfa.start]
     for _ in range(depth):
-        frontier = [
-            nxt
-            for q in frontier
-            for b in alphabet
-            if (nxt := dfa.step(q, b)) >= 0 and nxt not in seen and not seen.add(nxt)
-        ]
+        reached = {dfa.step(q, b) for q in frontier for b in alphabet} - seen - {-1}
+        seen |= reached
+        frontier = sorted(reached)
     return sorted(seen)
 
 
