@@ -184,7 +184,6 @@ class DominoCompiled(BaseCompiled):
         self.k = k
         self._builder = TreeBuilder(grammar, trie)
         self._trees: OrderedDict[tuple[int, int], SubterminalTree] = OrderedDict()
-        self._tree_positions: dict[tuple[int, int], tuple[int, int]] = {}
         self._tree_bytes, self.tree_bytes_held = tree_bytes, 0
         self._masks: OrderedDict[State, np.ndarray] = OrderedDict()
         self._mask_cache = mask_cache
@@ -208,17 +207,12 @@ class DominoCompiled(BaseCompiled):
         (``LazyDFA.relaxed`` over the longest token's bytes: a tree reads
         each token's bytes only, so both give the same tree), so that the
         positions inside a long counted string share one tree, whose walk
-        takes slices; else ``position`` (memoized)."""
-        found = self._tree_positions.get(position)
-        if found is None:
-            t, q = position
-            dfa = self.grammar.dfas[t] if t >= 0 else None
-            if isinstance(dfa, LazyDFA):
-                found = (t, dfa.relaxed(q, self._builder.trie.max_token_bytes))
-            else:
-                found = position
-            self._tree_positions[position] = found
-        return found
+        takes slices; else ``position`` (the automaton memoizes it)."""
+        t, q = position
+        dfa = self.grammar.dfas[t] if t >= 0 else None
+        if isinstance(dfa, LazyDFA):
+            return (t, dfa.relaxed(q, self._builder.trie.max_token_bytes))
+        return position
 
     def tree(self, position: tuple[int, int]) -> SubterminalTree:
         """The subterminal tree of ``position`` (built on first use; shared

@@ -136,8 +136,8 @@ class VocabTrie:
         if buffers is None:
             nodes, tokens = self.num_nodes, self.token_ids.size
             buffers = self._scratch.buffers = (
-                np.empty(int(self.depth.max()) + 1, dtype=np.int32),
-                np.empty(int(self.depth.max()) + 1, dtype=np.bool_),
+                np.empty(self.max_token_bytes + 1, dtype=np.int32),
+                np.empty(self.max_token_bytes + 1, dtype=np.bool_),
                 np.empty(nodes, dtype=np.int32),
                 np.empty(2 * nodes, dtype=np.int32),
                 np.empty(3 * nodes, dtype=np.int32),
