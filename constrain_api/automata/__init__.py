@@ -13,9 +13,16 @@
   as a walk asks for it (not minimized); ``regex_automaton`` picks it or an
   already built ``ByteDFA``.
 
+``code_digest``: a digest of this package's source, for keys of what is
+stored about its automata and terms (``LazyDFA.state_digest``).
+
 It knows regexes and automata only: which constraint becomes which automaton
 is ``constrain_api.lowering``'s business (it imports this, never the reverse).
 """
+
+import functools
+import hashlib
+from pathlib import Path
 
 from .dfa import DEFAULT_MAX_STATES, ByteDFA, byte_segments, check_nfa_size, nfa_limit
 from .elimination import dfa_to_node, dfa_to_regex
@@ -60,6 +67,7 @@ __all__ = [
     "alt",
     "byte_segments",
     "check_nfa_size",
+    "code_digest",
     "dfa_to_node",
     "dfa_to_regex",
     "nfa_limit",
@@ -72,3 +80,14 @@ __all__ = [
     "to_regex",
     "utf8_sequences",
 ]
+
+
+@functools.cache
+def code_digest() -> bytes:
+    """A digest of this package's source files: what gives its terms,
+    digests and automata their meaning. A key for anything stored about
+    them outside the process: a change to the code makes it a miss."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.digest()

@@ -24,6 +24,7 @@ states (intermediate automata included), ``limit="nfa_states"`` for the NFA
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Hashable, Iterable
 from typing import TypeVar
 
@@ -234,6 +235,17 @@ class ByteDFA(Walking):
         """``(classmap, k)``: bytes with equal ``classmap`` values have equal table columns."""
         small, classmap = self._classes
         return classmap, int(small.shape[1])
+
+    def digest(self) -> bytes:
+        """A digest of the automaton as it is (table, acceptance, start):
+        equal digests, the same automaton with the same state numbers, in
+        any process (a key for what is stored on disk about its states)."""
+        table = np.ascontiguousarray(self.table, dtype=np.int32)
+        accepting = np.ascontiguousarray(self.accepting, dtype=np.bool_)
+        h = hashlib.blake2b(repr((table.shape, self.start)).encode(), digest_size=16)
+        h.update(table.tobytes())
+        h.update(accepting.tobytes())
+        return h.digest()
 
     def __repr__(self) -> str:
         return f"ByteDFA(num_states={self.num_states}, start={self.start})"

@@ -35,6 +35,7 @@ never changes.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import threading
 import weakref
@@ -112,6 +113,8 @@ class TermTable:
         self._void_products: set[tuple] = set()
         self._live_products: set[tuple] = set()
         self._least: dict[int, int] = {}  # _min_length's memo
+        self._digests: dict[int, bytes] = {}  # digest()'s memo
+        self._node_digests: dict[int, tuple[rx.Node, bytes]] = {}  # by id(node)
 
     def _make(self, key: tuple, nullable: bool) -> int:
         t = self.ids.get(key)
@@ -201,6 +204,100 @@ class TermTable:
         if d[0] != "k" or not ((d[3] is not None and d[3] > width) or d[2] > width):
             return t
         return self.rep(d[1], min(d[2], width + 1), None)
+
+    def digest(self, t: int) -> bytes:
+        """A digest of term ``t``'s structure (its kind, its fields, its
+        parts' digests, an alternation's and a product's sides as sorted
+        sets, the AST of a part not taken apart yet): the same for the same
+        term in any table and any process, whatever the ids and the order
+        terms were made in, so it can key what outlives the process (equal
+        digests, equal languages). Memoized; the caller holds ``lock``."""
+        memo = self._digests
+        known = memo.get(t)
+        if known is not None:
+            return known
+        todo = [t]  # (parts first, without recursion: sequences nest deeply)
+        while todo:
+            u = todo[-1]
+            if u in memo:
+                todo.pop()
+                continue
+            missing = [v for v in self._parts(u) if v not in memo]
+            if missing:
+                todo.extend(missing)
+                continue
+            todo.pop()
+            memo[u] = self._digest_of(u)
+        return memo[t]
+
+    def _parts(self, t: int) -> tuple[int, ...]:
+        """The terms ``t`` is made of."""
+        d = self.defs[t]
+        op = d[0]
+        if op == "s":
+            return (d[1], d[2])
+        if op == "a":
+            return tuple(d[1])
+        if op == "k":
+            return (d[1],)
+        if op == "x":
+            return (*d[2], *d[3])
+        return ()
+
+    def _digest_of(self, t: int) -> bytes:
+        """:meth:`digest` of ``t``, its parts' already known."""
+        d, memo = self.defs[t], self._digests
+        op = d[0]
+        h = hashlib.blake2b(op.encode(), digest_size=16)
+        if op == "s":
+            h.update(memo[d[1]] + memo[d[2]])
+        elif op == "a":
+            h.update(b"".join(sorted(memo[u] for u in d[1])))
+        elif op == "k":
+            h.update(memo[d[1]] + repr((d[2], d[3])).encode())
+        elif op == "x":
+            left = b"".join(sorted(memo[u] for u in d[2]))
+            right = b"".join(sorted(memo[u] for u in d[3]))
+            h.update(d[1].encode() + b"|" + left + b"|" + right)
+        elif op == "n":
+            h.update(self._node_digest(d[1]))
+        elif op == "l":
+            h.update(d[1])
+        else:  # "e", "r", "u": plain data
+            h.update(repr(d[1:]).encode())
+        return h.digest()
+
+    def _node_digest(self, node: rx.Node) -> bytes:
+        """A digest of an AST's structure (iterative; memoized by node
+        identity, the node kept alive with its digest: an AST's nodes are
+        compared by identity, never by value, which would walk them)."""
+        memo = self._node_digests
+        found = memo.get(id(node))
+        if found is not None:
+            return found[1]
+        blake = hashlib.blake2b
+        todo = [node]
+        while todo:
+            n = todo.pop()
+            if id(n) in memo:
+                continue
+            kind = type(n)
+            if kind is rx.Literal:
+                data = b"L" + n.text.encode("utf-8", "surrogatepass")
+            elif kind is rx.CharSet:
+                data = b"C" + repr(n.ranges).encode()
+            else:
+                parts = _node_parts(n)
+                missing = [p for p in parts if id(p) not in memo]
+                if missing:
+                    todo.append(n)
+                    todo.extend(missing)
+                    continue
+                data = _NODE_TAGS[kind] + b"".join([memo[id(p)][1] for p in parts])
+                if kind is rx.Repeat:
+                    data += repr((n.min, n.max)).encode()
+            memo[id(n)] = (n, blake(data, digest_size=16).digest())
+        return memo[id(node)][1]
 
     def form(self, t: int) -> tuple:
         """The linear form of ``t`` (memoized)."""
@@ -488,6 +585,32 @@ class TermTable:
         return n
 
 
+#: a composite node's kind in its digest
+_NODE_TAGS = {
+    rx.Seq: b"S",
+    rx.Alt: b"A",
+    rx.Repeat: b"R",
+    rx.Empty: b"E",
+    rx.Intersect: b"I",
+    rx.Difference: b"D",
+}
+
+
+def _node_parts(node: rx.Node) -> tuple[rx.Node, ...]:
+    """The sub-ASTs of ``node`` (``TypeError`` for a kind of node it does not know)."""
+    if isinstance(node, (rx.CharSet, rx.Literal, rx.Empty)):
+        return ()
+    if isinstance(node, rx.Seq):
+        return node.parts
+    if isinstance(node, rx.Alt):
+        return node.options
+    if isinstance(node, rx.Repeat):
+        return (node.node,)
+    if isinstance(node, (rx.Intersect, rx.Difference)):
+        return (node.left, node.right)
+    raise TypeError(f"not a regex AST node: {type(node).__name__}")
+
+
 class _Rows(dict):
     """``rows[state]``: the state's 256 successors (``-1``: dead), made from
     its runs (found first if need be) on first read: a walk that reads runs
@@ -689,6 +812,19 @@ class LazyDFA(Walking):
                     found = self._add(relaxed)
             self._relaxed[key] = found
         return found
+
+    def state_digest(self, state: int) -> bytes:
+        """A digest of what ``state`` reads: its terms' digests
+        (:meth:`TermTable.digest`), whether it accepts, and ``shortest``:
+        the same in any process for a state with the same terms (a key for
+        what is stored on disk; a state found with other terms of the same
+        language has another digest, which costs a miss, never a wrong
+        hit)."""
+        with self._lock:
+            digest = self._terms.digest
+            terms = b"".join(sorted(digest(t) for t in self._sets[state]))
+        flags = bytes((self.accept[state], self.shortest))
+        return hashlib.blake2b(terms + flags, digest_size=16).digest()
 
     @property
     def nfa_states(self) -> int:

@@ -23,11 +23,13 @@ paths are longer, so its masks are a subset of the oracle's).
 from __future__ import annotations
 
 import operator
+import os
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -48,6 +50,7 @@ from constrain_api import (
 
 from .kernels import set_bits
 from .scanner import BOUNDARY, ScannerGrammar
+from .treecache import TreeDiskCache
 from .trees import SubterminalTree, TreeBuilder, VocabTrie
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
@@ -116,6 +119,7 @@ class DominoCompiler(BaseCompiler):
             backend.k,
             backend.mask_cache,
             backend.tree_bytes,
+            backend.cache_dir,
         )
 
 
@@ -128,7 +132,10 @@ class DominoBackend(BaseBackend):
     ``mask_cache`` the masks kept per compiled constraint; ``tree_bytes``
     the bytes of the trees' groups (packed rows and token ids) kept per
     compiled constraint (the least recently used trees beyond it are
-    dropped, and rebuilt if a state needs them)."""
+    dropped, and rebuilt if a state needs them); ``cache_dir`` a folder
+    where trees are also stored, keyed by content (``treecache``), and
+    found again by later compilations and processes (``None``: in memory
+    only)."""
 
     name = "domino"
     compiler_class = DominoCompiler
@@ -140,6 +147,7 @@ class DominoBackend(BaseBackend):
         max_states: int = 100_000,
         mask_cache: int = 4096,
         tree_bytes: int = TREE_BYTES,
+        cache_dir: str | os.PathLike[str] | None = None,
     ):
         if k is not None and (not isinstance(k, int) or k < 0):
             raise ValueError(f"k must be None or an integer >= 0, not {k!r}")
@@ -149,6 +157,7 @@ class DominoBackend(BaseBackend):
         if not isinstance(tree_bytes, int) or tree_bytes < 0:
             raise ValueError(f"tree_bytes must be an integer >= 0, not {tree_bytes!r}")
         self.tree_bytes = tree_bytes
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         exact = KINDS if k is None else REGULAR
         self.capabilities = Capabilities(
             kinds=KINDS,
@@ -163,8 +172,10 @@ class DominoBackend(BaseBackend):
 class DominoCompiled(BaseCompiled):
     """The scanner grammar, the LR tables, the trees (lazily, per position;
     an LRU holding at most ``tree_bytes`` of groups besides the newest tree,
-    ``tree_bytes_held`` now) and the masks of the states met (an LRU of
-    ``mask_cache`` entries)."""
+    ``tree_bytes_held`` now; with ``cache_dir``, also on disk:
+    ``tree_disk``) and the masks of the states met (an LRU of
+    ``mask_cache`` entries). ``trees_built`` counts the trees built here
+    (not found in memory or on disk)."""
 
     def __init__(
         self,
@@ -177,12 +188,21 @@ class DominoCompiled(BaseCompiled):
         k,
         mask_cache: int,
         tree_bytes: int = TREE_BYTES,
+        cache_dir: Path | None = None,
     ):
         super().__init__(spec, vocab, stats)
         self.grammar = grammar
         self.lr = lr
         self.k = k
         self._builder = TreeBuilder(grammar, trie)
+        self.trees_built = 0
+        self.tree_disk = (
+            None
+            if cache_dir is None
+            else TreeDiskCache(
+                cache_dir, grammar, vocab.fingerprint, vocab.size, trie.words, self._builder.slices
+            )
+        )
         self._trees: OrderedDict[tuple[int, int], SubterminalTree] = OrderedDict()
         self._tree_bytes, self.tree_bytes_held = tree_bytes, 0
         self._masks: OrderedDict[State, np.ndarray] = OrderedDict()
@@ -229,8 +249,16 @@ class DominoCompiled(BaseCompiled):
             tree = self._trees.get(position)
             if tree is None:
                 start = time.perf_counter()
-                tree = self._builder.build(position)
-                tree.seconds = time.perf_counter() - start
+                disk = self.tree_disk
+                tree = None if disk is None else disk.find(position)
+                if tree is None:
+                    tree = self._builder.build(position)
+                    self.trees_built += 1
+                    tree.seconds = time.perf_counter() - start
+                    if disk is not None:
+                        disk.keep(position, tree)
+                else:
+                    tree.seconds = time.perf_counter() - start
                 self._trees[position] = tree
                 self.tree_bytes_held += tree.nbytes
                 while self.tree_bytes_held > self._tree_bytes and len(self._trees) > 1:

@@ -32,13 +32,17 @@ REGEX_TERMINAL = "REGEX"
 
 @dataclass
 class ScannerGrammar:
-    """Terminals (names, DFAs), rules ``(lhs, rhs)``, ignored terminal indices, start."""
+    """Terminals (names, DFAs), rules ``(lhs, rhs)``, ignored terminal
+    indices, start; ``sources``: each terminal's pattern (and whether it
+    matches shortest), where the grammar came from patterns: text that
+    names the terminal's language, cheaper to digest than its automaton."""
 
     names: list[str]
     dfas: list[ByteDFA | LazyDFA]
     rules: list[tuple[str, tuple[str, ...]]]
     ignore: frozenset[int]
     start: str
+    sources: list[tuple[str, bool]] | None = None
 
     def __post_init__(self) -> None:
         self.rows = [d.rows if isinstance(d, LazyDFA) else _Rows(d) for d in self.dfas]
@@ -106,8 +110,14 @@ class ScannerGrammar:
         grammar.refuse_nullable_terminals("the scanner needs every terminal to consume a byte")
         names = list(grammar.names)
         ignore = frozenset(names.index(n) for n in grammar.ignore)
+        terminals = grammar.terminals
         return cls(
-            names, [grammar.dfas[n] for n in names], list(grammar.rules), ignore, grammar.start
+            names,
+            [grammar.dfas[n] for n in names],
+            list(grammar.rules),
+            ignore,
+            grammar.start,
+            [(terminals[n].pattern, terminals[n].shortest) for n in names],
         )
 
 

@@ -1,0 +1,184 @@
+"""Subterminal trees on disk (``DominoBackend(cache_dir=...)``): trees read
+back give the masks of trees built (and the oracle's), keys are tight
+enough that another grammar or another position never gets a tree not its
+own, and a damaged, foreign or unwritable file costs a rebuild, never a
+wrong mask."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from constrain_conformance import checks, corpus, paths
+from constrain_domino import treecache
+
+import constrain_api as ca
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 12},
+        "tags": {"type": "array", "items": {"enum": ["red", "green"]}},
+        "size": {"type": "integer"},
+    },
+    "required": ["name"],
+    "additionalProperties": {"type": "number"},
+}
+SPECS = {
+    # (a grammar's terminals by their patterns; a regex by its automaton's start)
+    "json grammar": (
+        ca.Grammar(corpus.JSON_GRAMMAR),
+        ['{"a": [1, 2.5, {"b": null}], "c": "x y"}', "[true,false]"],
+    ),
+    "json schema": (
+        ca.JsonSchema(SCHEMA),
+        ['{"name":"ab","tags":["red"],"extra":2.5}', '{"name":"x y z","size":-3,"more":1e3}'],
+    ),
+    "regex": (ca.Regex(r"[a-z]{2,30}@(?:[a-z]+\.)+(?:com|org)"), ["ann@mail.example.org"]),
+}
+
+
+@pytest.fixture(scope="module")
+def vocab() -> ca.Vocabulary:
+    return corpus.small_vocabulary()
+
+
+@pytest.fixture(autouse=True)
+def store_every_tree(monkeypatch):
+    """The small vocabulary's trees build in well under ``STORE_SECONDS``."""
+    monkeypatch.setattr(treecache, "STORE_SECONDS", 0.0)
+
+
+def _compile(spec, vocab, folder):
+    ca.clear_caches()  # (a first compile: nothing shared with the last one)
+    return ca.get("domino", cache_dir=folder).compile(spec, vocab)
+
+
+def _masks(compiled, paths_) -> list[np.ndarray]:
+    """Every mask along the paths (before each token and after the last),
+    the writes of the trees built finished."""
+    rows = []
+    bitmask = ca.allocate_bitmask(1, compiled.vocab.size)
+    for path in paths_:
+        checker = compiled.checker()
+        for step in range(len(path) + 1):
+            checker.fill_mask(bitmask, 0)
+            rows.append(bitmask[0].copy())
+            if step < len(path):
+                checker.update([path[step]])
+    if compiled.tree_disk is not None:
+        compiled.tree_disk.flush()
+    return rows
+
+
+def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*.tree"))
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_trees_from_disk_give_the_masks_of_trees_built(vocab, tmp_path, name):
+    spec, docs = SPECS[name]
+    oracle = ca.get("naive").compile(spec, vocab)
+    paths_ = paths.sample_paths(vocab, oracle, docs, name)
+    wanted = [m.words for path in paths_ for m in checks.oracle_masks(oracle, path)]
+    fresh = _masks(ca.get("domino").compile(spec, vocab), paths_)
+    assert _same(fresh, wanted)
+
+    first = _compile(spec, vocab, tmp_path)
+    assert _same(_masks(first, paths_), wanted)
+    stored = first.tree_disk.stored
+    assert stored == first.trees_built == len(_files(tmp_path)) > 1
+
+    second = _compile(spec, vocab, tmp_path)  # (another compile: no tree in memory)
+    assert _same(_masks(second, paths_), wanted)
+    assert second.trees_built == 0  # every tree came from disk
+    assert second.tree_disk.loaded == stored and second.tree_disk.rejected == 0
+
+
+def test_a_tree_built_in_under_store_seconds_is_not_stored(vocab, tmp_path, monkeypatch):
+    monkeypatch.setattr(treecache, "STORE_SECONDS", 3600.0)
+    spec, docs = SPECS["json grammar"]
+    compiled = _compile(spec, vocab, tmp_path)
+    _masks(compiled, [paths.longest_match(vocab, docs[0])])
+    assert compiled.trees_built > 0 and compiled.tree_disk.stored == 0
+    assert not _files(tmp_path)
+
+
+# Two grammars alike but for one terminal: a position inside N has the same
+# state (and state digest) in both, but its tree differs (a token "1z"
+# completes N and starts S in one only). A key without the grammar's
+# terminals would hand one grammar the other's tree.
+NUMBER_THEN_WORD = """
+start: N S
+N: /[0-9]+/
+S: /[{letters}]+/
+"""
+TOKENS = [b"1", b"2", b"z", b"a", b"1z", b"12", b"2a", b"za", b"<eos>"]
+
+
+def test_another_grammar_never_gets_a_tree_not_its_own(tmp_path):
+    vocab = ca.Vocabulary.from_list(TOKENS, eos=["<eos>"], special=["<eos>"])
+    wide = ca.Grammar(NUMBER_THEN_WORD.format(letters="a-z"))
+    narrow = ca.Grammar(NUMBER_THEN_WORD.format(letters="a-y"))
+    path = [TOKENS.index(b"1"), TOKENS.index(b"2")]
+    wide_masks = _masks(_compile(wide, vocab, tmp_path), [path])
+    narrow_fresh = _masks(ca.get("domino").compile(narrow, vocab), [path])
+    assert not _same(wide_masks, narrow_fresh)  # (so the test can tell)
+    narrow_compiled = _compile(narrow, vocab, tmp_path)
+    assert _same(_masks(narrow_compiled, [path]), narrow_fresh)
+    assert narrow_compiled.tree_disk.loaded == 0
+    oracle = ca.get("naive").compile(narrow, vocab)
+    assert _same(narrow_fresh, [m.words for m in checks.oracle_masks(oracle, path)])
+
+
+def _damage(files: list[Path]) -> int:
+    """Damage the files five ways (garbage, empty, cut short, one payload
+    byte flipped, another position's tree in its place); returns how many."""
+    assert len(files) >= 6
+    files[0].write_bytes(b"not a tree at all" * 10)
+    files[1].write_bytes(b"")
+    data = files[2].read_bytes()
+    files[2].write_bytes(data[: len(data) // 2])
+    data = bytearray(files[3].read_bytes())
+    data[-1] ^= 0x01
+    files[3].write_bytes(bytes(data))
+    shutil.copyfile(files[5], files[4])
+    return 5
+
+
+def test_damaged_and_foreign_files_are_rebuilt_and_replaced(vocab, tmp_path):
+    spec, docs = SPECS["json schema"]
+    oracle = ca.get("naive").compile(spec, vocab)
+    paths_ = paths.sample_paths(vocab, oracle, docs, "damaged")
+    wanted = [m.words for path in paths_ for m in checks.oracle_masks(oracle, path)]
+    first = _compile(spec, vocab, tmp_path)
+    assert _same(_masks(first, paths_), wanted)
+    damaged = _damage(_files(tmp_path))
+
+    second = _compile(spec, vocab, tmp_path)
+    assert _same(_masks(second, paths_), wanted)
+    assert second.tree_disk.rejected == damaged
+    assert second.trees_built == damaged
+    assert second.tree_disk.stored == damaged  # written again
+
+    third = _compile(spec, vocab, tmp_path)
+    assert _same(_masks(third, paths_), wanted)
+    assert third.trees_built == 0 and third.tree_disk.rejected == 0
+
+
+def test_a_folder_that_cannot_be_written_warns_and_masks_stay_exact(vocab, tmp_path):
+    spec, docs = SPECS["json grammar"]
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("a file where the cache's folder would be")
+    path = paths.longest_match(vocab, docs[0])
+    compiled = ca.get("domino", cache_dir=not_a_folder).compile(spec, vocab)
+    with pytest.warns(RuntimeWarning, match="cannot store subterminal trees"):
+        rows = _masks(compiled, [path])
+    assert _same(rows, _masks(ca.get("domino").compile(spec, vocab), [path]))
+    assert compiled.tree_disk.stored == 0
