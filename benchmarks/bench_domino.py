@@ -80,3 +80,62 @@ def test_mask_per_step(benchmark, llama3, grammar, warm):
     for q in (50, 90, 99):
         benchmark.extra_info[f"p{q}_us"] = round(float(np.percentile(us, q)), 1)
     benchmark.extra_info["steps"] = len(times)
+
+
+#: the MaskBench schemas (in the stage's order) of the trees-on-disk benchmark
+DISK_SCHEMAS = 100
+
+
+@pytest.fixture(scope="module")
+def filled_tree_folder(llama3, tmp_path_factory):
+    """A trees folder as a first process leaves it: the schemas walked once
+    with ``cache_dir`` (not timed)."""
+    from constrain_bench import maskbench
+
+    folder = tmp_path_factory.mktemp("trees")
+    backend = ca.get("domino", cache_dir=folder)
+    for path in maskbench.schema_files(None, DISK_SCHEMAS):
+        maskbench.run_schema(backend, "domino", llama3, path)
+    backend.flush_trees()
+    return folder
+
+
+@pytest.mark.parametrize("disk", ["memory", "first", "later"])
+def test_maskbench_steps_with_trees_on_disk(benchmark, llama3, tmp_path, disk, request):
+    """MaskBench's steps on its first ``DISK_SCHEMAS`` schemas, first visits
+    included, as the stage walks them: trees in memory only (``memory``),
+    stored as they are built (``first``: a first process with a fresh
+    ``cache_dir``), read back from what a first process stored (``later``:
+    a compile of each schema anew, a copy of the folder ``filled_tree_folder``
+    made). Extra info: TBM percentiles and max, schemas with no step over
+    5 ms, files in the folder after the run."""
+    import shutil
+
+    from constrain_bench import maskbench
+
+    folder = None
+    if disk == "first":
+        folder = tmp_path / "trees"
+    elif disk == "later":
+        folder = tmp_path / "trees"
+        shutil.copytree(request.getfixturevalue("filled_tree_folder"), folder)
+    ca.clear_caches()  # (as a new process: no automaton of an earlier run kept)
+    backend = ca.get("domino", cache_dir=folder)
+    maskbench.start_up(backend, llama3)
+    results = []
+
+    def run():
+        for path in maskbench.schema_files(None, DISK_SCHEMAS):
+            results.append(maskbench.run_schema(backend, "domino", llama3, path))
+        backend.flush_trees()
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    passed = [r for r in results if r.status == "pass" and r.tbm_us]
+    us = np.asarray([t for r in passed for t in r.tbm_us])
+    for q in (50, 90, 99):
+        benchmark.extra_info[f"tbm_p{q}_us"] = round(float(np.percentile(us, q)), 1)
+    benchmark.extra_info["tbm_max_ms"] = round(float(us.max()) / 1e3, 2)
+    benchmark.extra_info["schemas_max_5ms"] = (
+        f"{sum(max(r.tbm_us) <= 5000 for r in passed)}/{len(passed)}"
+    )
+    benchmark.extra_info["files"] = len(list(folder.rglob("*.tree"))) if folder else 0

@@ -50,7 +50,7 @@ from constrain_api import (
 
 from .kernels import set_bits
 from .scanner import BOUNDARY, ScannerGrammar
-from .treecache import TreeDiskCache
+from .treecache import TreeDiskCache, flush_tree_writes
 from .trees import SubterminalTree, TreeBuilder, VocabTrie
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
@@ -167,6 +167,12 @@ class DominoBackend(BaseBackend):
             if k is None
             else f"lookahead k={k}: tokens completing more than {k} terminals are dropped",
         )
+
+    @staticmethod
+    def flush_trees() -> None:
+        """Wait until every tree handed to the disk cache's writer (by any
+        compiled constraint with a ``cache_dir``) is written."""
+        flush_tree_writes()
 
 
 class DominoCompiled(BaseCompiled):

@@ -25,11 +25,11 @@ used: the tree is built again and the file replaced.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import hashlib
 import os
 import queue
-import tempfile
 import threading
 import warnings
 from pathlib import Path
@@ -102,8 +102,10 @@ class TreeDiskCache:
     built (written by a background thread; :meth:`flush` waits for it);
     ``loaded``, ``stored`` and ``rejected`` (files found but not used)
     count what happened. The grammar's digest is taken, and its folder
-    listed, on the first :meth:`find`: only the terminals with files there
-    have their states' digests taken (a digest walks the regex parts the
+    listed, on the first :meth:`find`: only the files listed then are
+    read (a tree another process stores later is found by the next
+    compile), and only the terminals with files have their states' digests
+    taken (a digest walks the regex parts the
     state holds: tenths of a millisecond for a large one, more than a
     small tree's build). Callers serialize :meth:`find` and :meth:`keep`
     (the tree builder's lock)."""
@@ -123,6 +125,7 @@ class TreeDiskCache:
         self.vocab_size, self.words = vocab_size, words
         self._folder: Path | None = None
         self._grammar_key = b""
+        self._files: frozenset[str] = frozenset()  # the folder's files when first listed
         self._listed: frozenset[str] = frozenset()  # the terminals with files (tags)
         self.loaded = self.stored = self.rejected = 0
         self._warned = self._made = False
@@ -138,6 +141,7 @@ class TreeDiskCache:
                 names = os.listdir(folder)
             except OSError:  # (none yet)
                 names = []
+            self._files = frozenset(names)
             self._listed = frozenset(name.partition("-")[0] for name in names)
             self._folder = folder
         return self._folder
@@ -172,8 +176,11 @@ class TreeDiskCache:
         if self._tag(position) not in self._listed:
             return None
         key = self.key(position)
+        path = self.path(position, key)
+        if path.name not in self._files:  # (opening a file that is not there costs more)
+            return None
         try:
-            with open(self.path(position, key), "rb") as f:
+            with open(path, "rb") as f:
                 data = f.read(MAX_FILE_BYTES + 1)
         except FileNotFoundError:
             return None
@@ -192,11 +199,15 @@ class TreeDiskCache:
         if self._warned or tree.seconds < STORE_SECONDS:
             return
         key = self.key(position)
-        _WRITER.put(self, self.path(position, key), key, tree)
+        # (the file's bytes made here: the writer thread then only makes
+        # system calls, which release the GIL, instead of contending for it)
+        payload = _payload(tree, self.vocab_size, len(self.grammar.names))
+        digest = hashlib.blake2b(payload, digest_size=_DIGEST_BYTES).digest()
+        _WRITER.put(self, self.path(position, key), _MAGIC + key.encode() + digest + payload)
 
     def flush(self) -> None:
         """Wait until every tree handed to :meth:`keep` (by any cache) is written."""
-        _WRITER.join()
+        flush_tree_writes()
 
     def _tree(self, data: bytes, key: str) -> SubterminalTree | None:
         """The tree in ``data`` if it is what :meth:`store` wrote for
@@ -215,7 +226,7 @@ class TreeDiskCache:
             != data[_HEAD - _DIGEST_BYTES : _HEAD]
         ):
             return None
-        numbers = np.frombuffer(payload, dtype=_INT32)
+        numbers = np.frombuffer(payload, dtype=_INT32).astype(np.int32, copy=False)  # (native)
         meta = numbers[:_META].tolist()
         nodes, words, walk_states, sliced, vocab_size, terminals, n_checked, n_free, n_data = meta
         expected = (self.words, self.vocab_size, len(self.grammar.names))
@@ -258,10 +269,10 @@ class TreeDiskCache:
             ends = np.cumsum(np.maximum(sizes_of, 0)).tolist()
             groups.append(
                 [
-                    None if n < 0 else flat[end - n : end].astype(np.int32, copy=False)
+                    None if n < 0 else flat[end - n : end]
                     for n, end in zip(sizes_of.tolist(), ends, strict=True)
                 ]
-            )  # (native order, read-only)
+            )  # (read-only views)
         tree.free = groups[0]
         tree.checked = [[] for _ in range(nodes)]
         for node, terminal, group in zip(where.tolist(), terms.tolist(), groups[1], strict=True):
@@ -269,25 +280,29 @@ class TreeDiskCache:
         tree.freeze()
         return tree
 
-    def write(self, path: Path, key: str, tree: SubterminalTree) -> None:
-        """Write ``tree`` under ``key`` at ``path`` (to a temporary file,
-        then renamed). A folder that cannot be written warns once, and
-        this cache writes no more."""
+    def write(self, path: Path, data: bytes) -> None:
+        """Write a file's ``data`` at ``path`` (to a temporary name, then
+        renamed). A folder that cannot be written warns once, and this
+        cache writes no more."""
         if self._warned:
             return
-        payload = _payload(tree, self.vocab_size, len(self.grammar.names))
-        digest = hashlib.blake2b(payload, digest_size=_DIGEST_BYTES).digest()
+        temporary = f"{path}.{os.getpid()}.tmp"  # (one writer thread per process)
         try:
             if not self._made:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._made = True
-            fd, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(_MAGIC + key.encode() + digest + payload)
+                try:
+                    view = memoryview(data)
+                    while view:  # (a write may take part of it)
+                        view = view[os.write(fd, view) :]
+                finally:
+                    os.close(fd)
                 os.replace(temporary, path)
             except BaseException:
-                Path(temporary).unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
                 raise
         except OSError as e:
             self._warned = True
@@ -316,14 +331,14 @@ class _Writer:
         self._queue: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
 
-    def put(self, cache: TreeDiskCache, path: Path, key: str, tree: SubterminalTree) -> None:
+    def put(self, cache: TreeDiskCache, path: Path, data: bytes) -> None:
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, args=(self._queue,), name="domino-tree-writer", daemon=True
                 )
                 self._thread.start()
-            self._queue.put((cache, path, key, tree))
+            self._queue.put((cache, path, data))
 
     def join(self) -> None:
         """Wait until every tree put so far is written."""
@@ -332,9 +347,9 @@ class _Writer:
     @staticmethod
     def _run(todo: queue.Queue) -> None:
         while True:
-            cache, path, key, tree = todo.get()
+            cache, path, data = todo.get()
             try:
-                cache.write(path, key, tree)
+                cache.write(path, data)
             except Exception as e:  # (a bug here must not kill the thread)
                 warnings.warn(
                     f"domino: a tree was not stored ({e!r})", RuntimeWarning, stacklevel=1
@@ -345,6 +360,11 @@ class _Writer:
 
 _WRITER = _Writer()
 os.register_at_fork(after_in_child=_WRITER._reset)
+
+
+def flush_tree_writes() -> None:
+    """Wait until every tree handed to a cache's :meth:`TreeDiskCache.keep` is written."""
+    _WRITER.join()
 
 
 def _payload(tree: SubterminalTree, vocab_size: int, terminals: int) -> bytes:
