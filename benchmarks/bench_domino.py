@@ -2,7 +2,9 @@
 of every scanner position's subterminal tree for a JSON and a C-subset
 grammar (time and memory: the paper reports 1-5 s and 20 s), and the
 per-step mask time distribution along valid documents (p50/p90/p99), cold
-(trees and masks built on first use, as a fresh process decodes) and warm.
+(trees and masks built on first use, as a fresh process decodes) and warm;
+and MaskBench's steps with trees on disk (``cache_dir``): in memory only,
+stored as built (a first process), read back (a later one).
 
 Run with ``pytest benchmarks/bench_domino.py --benchmark-only`` (needs
 ``../shared``); the figures are in plugins/domino/README.md.
