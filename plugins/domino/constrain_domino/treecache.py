@@ -181,7 +181,9 @@ class TreeDiskCache:
             return None
         try:
             with open(path, "rb") as f:
-                data = f.read(MAX_FILE_BYTES + 1)
+                # (a file too large to be a tree is not read into memory)
+                too_large = os.fstat(f.fileno()).st_size > MAX_FILE_BYTES
+                data = b"" if too_large else f.read(MAX_FILE_BYTES + 1)
         except FileNotFoundError:
             return None
         except OSError:

@@ -172,6 +172,32 @@ def test_damaged_and_foreign_files_are_rebuilt_and_replaced(vocab, tmp_path):
     assert third.trees_built == 0 and third.tree_disk.rejected == 0
 
 
+def test_a_file_too_large_to_be_a_tree_is_not_read(vocab, tmp_path, monkeypatch):
+    """A file past ``MAX_FILE_BYTES`` (here lowered to 1 MiB; a sparse
+    file) is rejected by its size, before anything is read into memory."""
+    monkeypatch.setattr(treecache, "MAX_FILE_BYTES", 1 << 20)
+    spec, docs = SPECS["json grammar"]
+    path = paths.longest_match(vocab, docs[0])
+    wanted = _masks(_compile(spec, vocab, tmp_path), [path])
+    big = _files(tmp_path)[0]
+    with open(big, "r+b") as f:
+        f.truncate((1 << 20) + 1)
+    reads = []
+    real_open = open
+
+    def watched_open(file, mode="r", *args, **kwargs):
+        handle = real_open(file, mode, *args, **kwargs)
+        if Path(file) == big:
+            real_read = handle.read
+            handle.read = lambda *a: reads.append(a) or real_read(*a)
+        return handle
+
+    monkeypatch.setattr("builtins.open", watched_open)
+    compiled = _compile(spec, vocab, tmp_path)
+    assert _same(_masks(compiled, [path]), wanted)
+    assert compiled.tree_disk.rejected == 1 and not reads
+
+
 def test_a_folder_that_cannot_be_written_warns_and_masks_stay_exact(vocab, tmp_path):
     spec, docs = SPECS["json grammar"]
     not_a_folder = tmp_path / "file"
