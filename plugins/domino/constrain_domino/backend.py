@@ -254,17 +254,17 @@ class DominoCompiled(BaseCompiled):
         with self._builder.lock:  # the builder's memo is shared by the positions
             tree = self._trees.get(position)
             if tree is None:
-                start = time.perf_counter()
                 disk = self.tree_disk
+                start = time.perf_counter()
                 tree = None if disk is None else disk.find(position)
-                if tree is None:
+                built = tree is None
+                if built:
+                    start = time.perf_counter()
                     tree = self._builder.build(position)
                     self.trees_built += 1
-                    tree.seconds = time.perf_counter() - start
-                    if disk is not None:
-                        disk.keep(position, tree)
-                else:
-                    tree.seconds = time.perf_counter() - start
+                tree.seconds = time.perf_counter() - start  # (its build, or its reading)
+                if built and disk is not None:
+                    disk.keep(position, tree)
                 self._trees[position] = tree
                 self.tree_bytes_held += tree.nbytes
                 while self.tree_bytes_held > self._tree_bytes and len(self._trees) > 1:
