@@ -22,6 +22,7 @@ is ``constrain_api.lowering``'s business (it imports this, never the reverse).
 
 import functools
 import hashlib
+import os
 from pathlib import Path
 
 from .dfa import DEFAULT_MAX_STATES, ByteDFA, byte_segments, check_nfa_size, nfa_limit
@@ -86,8 +87,16 @@ __all__ = [
 def code_digest() -> bytes:
     """A digest of this package's source files: what gives its terms,
     digests and automata their meaning. A key for anything stored about
-    them outside the process: a change to the code makes it a miss."""
+    them outside the process: a change to the code makes it a miss. Where
+    the sources cannot be read (a zipped or frozen install), a digest of
+    this process alone: what is stored is then never found by another."""
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    try:
+        sources = sorted(Path(__file__).parent.glob("*.py"))
+        for path in sources:
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
+    except OSError:
+        sources = []
+    if not sources:
+        h.update(os.urandom(32))
     return h.digest()

@@ -68,12 +68,17 @@ MAX_FILE_BYTES = 1 << 30
 def code_digest() -> bytes:
     """A digest of the source of the modules whose behaviour a stored tree
     records (the automata's terms, the scanner, the trees' walk): a change
-    to any of them makes every stored tree a miss."""
+    to any of them makes every stored tree a miss. Sources that cannot be
+    read (a zipped or frozen install) give a digest of this process alone:
+    its trees are then never found by another."""
     from . import kernels, scanner, trees
 
     h = hashlib.sha256(f"domino trees {FORMAT}".encode() + automata.code_digest())
-    for module in (kernels, scanner, trees):
-        h.update(Path(module.__file__).read_bytes())
+    try:
+        for module in (kernels, scanner, trees):
+            h.update(Path(module.__file__).read_bytes())
+    except (OSError, TypeError):  # (TypeError: a module without a file)
+        h.update(os.urandom(32))
     return h.digest()
 
 
