@@ -258,7 +258,7 @@ class TermTable:
         elif op == "x":
             left = b"".join(sorted(memo[u] for u in d[2]))
             right = b"".join(sorted(memo[u] for u in d[3]))
-            h.update(d[1].encode() + b"|" + left + b"|" + right)
+            h.update(repr((d[1], len(d[2]), len(d[3]))).encode() + left + right)
         elif op == "n":
             h.update(self._node_digest(d[1]))
         elif op == "l":

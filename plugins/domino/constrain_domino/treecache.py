@@ -4,11 +4,12 @@ A tree is a function of four things: the scanner grammar (its terminals'
 languages, its rules, the ``%ignore``d terminals), the language of the
 position it starts from, the vocabulary, and the code that builds it. A
 tree's file is named by a digest of the four: the grammar's terminals by
-their automata's digests (a lazy automaton's start terms,
-``LazyDFA.state_digest``; a built one's table, ``ByteDFA.digest``), the
-position by its state's digest (lazy) or its number in that table
-(built), the vocabulary by its fingerprint, the code by a digest of the
-modules that make terms and trees. None of them depends on the order in
+their patterns where it has them, else by their automata (a lazy
+automaton's start terms, ``LazyDFA.state_digest``; a built one's table,
+``ByteDFA.digest``); the position by its state's terms (lazy) or by its
+number and its automaton's table (built); the vocabulary by its
+fingerprint; the code by a digest of the modules that make terms and
+trees. None of them depends on the order in
 which a process found its states, so a tree built while decoding one
 document in one process is found again by another process decoding
 another document of the same constraint.
@@ -132,6 +133,7 @@ class TreeDiskCache:
         self._grammar_key = b""
         self._files: frozenset[str] = frozenset()  # the folder's files when first listed
         self._listed: frozenset[str] = frozenset()  # the terminals with files (tags)
+        self._tables: dict[int, bytes] = {}  # built automata's digests, by terminal
         self.loaded = self.stored = self.rejected = 0
         self._warned = self._made = False
 
@@ -165,7 +167,13 @@ class TreeDiskCache:
             h.update(b"boundary")
         else:
             dfa = self.grammar.dfas[t]
-            state = dfa.state_digest(q) if isinstance(dfa, LazyDFA) else repr(q).encode()
+            if isinstance(dfa, LazyDFA):
+                state = b"lazy" + dfa.state_digest(q)
+            else:  # (a state number means something in its own table only)
+                table = self._tables.get(t)
+                if table is None:
+                    table = self._tables[t] = dfa.digest()
+                state = b"built" + table + repr(q).encode()
             h.update(repr(t).encode() + b":" + state)
         return h.hexdigest()
 

@@ -101,6 +101,35 @@ def test_trees_from_disk_give_the_masks_of_trees_built(vocab, tmp_path, name):
     assert second.tree_disk.loaded == stored and second.tree_disk.rejected == 0
 
 
+def test_built_automata_key_their_states_by_table(vocab, tmp_path):
+    """Terminals whose automata were built whole (``fsm`` compiled the
+    grammar first: ``regex_automaton`` hands domino the built ones) key
+    their states by number and table: read back by a compile that gets the
+    same built automata; a compile with lazy ones instead gets the
+    oracle's masks too (its keys differ: a miss, never another's tree)."""
+    from constrain_api import ByteDFA
+
+    spec, docs = SPECS["json grammar"]
+    oracle = ca.get("naive").compile(spec, vocab)
+    paths_ = paths.sample_paths(vocab, oracle, docs, "built")
+    wanted = [m.words for path in paths_ for m in checks.oracle_masks(oracle, path)]
+
+    def compiled_after_fsm():
+        ca.clear_caches()
+        ca.get("fsm").compile(spec, vocab)
+        return ca.get("domino", cache_dir=tmp_path).compile(spec, vocab)
+
+    first = compiled_after_fsm()
+    assert any(isinstance(d, ByteDFA) for d in first.grammar.dfas)
+    assert _same(_masks(first, paths_), wanted) and first.tree_disk.stored > 0
+    again = compiled_after_fsm()
+    assert _same(_masks(again, paths_), wanted)
+    assert again.trees_built == 0 and again.tree_disk.loaded == first.tree_disk.stored
+    lazy = _compile(spec, vocab, tmp_path)
+    assert not any(isinstance(d, ByteDFA) for d in lazy.grammar.dfas)
+    assert _same(_masks(lazy, paths_), wanted)
+
+
 def test_a_tree_built_in_under_store_seconds_is_not_stored(vocab, tmp_path, monkeypatch):
     monkeypatch.setattr(treecache, "STORE_SECONDS", 3600.0)
     spec, docs = SPECS["json grammar"]
