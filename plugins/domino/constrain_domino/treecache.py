@@ -111,10 +111,9 @@ class TreeDiskCache:
     listed, on the first :meth:`find`: only the files listed then are
     read (a tree another process stores later is found by the next
     compile), and only the terminals with files have their states' digests
-    taken (a digest walks the regex parts the
-    state holds: tenths of a millisecond for a large one, more than a
-    small tree's build). Callers serialize :meth:`find` and :meth:`keep`
-    (the tree builder's lock)."""
+    taken (a digest walks the regex parts the state holds: tenths of a
+    millisecond for a large one, more than a small tree's build). Callers
+    serialize :meth:`find` and :meth:`keep` (the tree builder's lock)."""
 
     def __init__(
         self,
@@ -225,7 +224,7 @@ class TreeDiskCache:
         flush_tree_writes()
 
     def _tree(self, data: bytes, key: str) -> SubterminalTree | None:
-        """The tree in ``data`` if it is what :meth:`store` wrote for
+        """The tree in ``data`` if it is what :meth:`keep` had written for
         ``key`` and fits this grammar and vocabulary, else ``None``."""
         if (
             len(data) > MAX_FILE_BYTES
