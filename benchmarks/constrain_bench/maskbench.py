@@ -409,13 +409,21 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
     return float(np.percentile(values, q)) if len(values) else None
 
 
+#: A step slower than this (ms) is a stall a user notices: ``summarize``
+#: counts the schemas whose every step is within it.
+STALL_MS = 5.0
+
+
 def summarize(results: Sequence[SchemaResult]) -> list[dict]:
     """One dict per backend (in order of first appearance): ``backend``,
     ``schemas``, a count per status of :data:`STATUSES`, ``ttfm_p50_ms``,
     ``ttfm_p90_ms``, ``ttfm_p99_ms``, ``tbm_p50_us``, ``tbm_p90_us``,
-    ``tbm_p99_us`` and ``tbm_max_us``. Percentiles are over the schemas that
-    compiled (``pass``, ``validation_error``, ``invalidation_error``); a
-    figure is ``None`` when there is no data for it."""
+    ``tbm_p99_us`` and ``tbm_max_us``; per schema, its slowest step:
+    ``slowest_step_p50_ms`` (the median schema's), ``walked`` (schemas with
+    a step) and ``within_stall`` (those whose every step took at most
+    :data:`STALL_MS`). Figures are over the schemas that compiled
+    (``pass``, ``unchecked``, ``validation_error``, ``invalidation_error``);
+    a figure is ``None`` when there is no data for it."""
     by_backend: dict[str, list[SchemaResult]] = {}
     for r in results:
         by_backend.setdefault(r.backend, []).append(r)
@@ -432,5 +440,9 @@ def summarize(results: Sequence[SchemaResult]) -> list[dict]:
         for q in (50, 90, 99):
             row[f"tbm_p{q}_us"] = _percentile(tbm, q)
         row["tbm_max_us"] = float(max(tbm)) if tbm else None
+        slowest = [max(r.tbm_us) / 1e3 for r in compiled if r.tbm_us]
+        row["slowest_step_p50_ms"] = _percentile(slowest, 50)
+        row["walked"] = len(slowest)
+        row["within_stall"] = sum(ms <= STALL_MS for ms in slowest)
         rows.append(row)
     return rows

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .maskbench import STATUSES
+from .maskbench import STALL_MS, STATUSES
 
 #: Distributions whose versions the report records.
 VERSIONS = (
@@ -422,35 +422,53 @@ def _maskbench_section(results: Results) -> list[str]:
         return []
     meta = results.maskbench.get("meta", {})
     keys = STATUSES
-    rows = []
+    outcomes, latency = [], []
     for s in summary:
-        rows.append(
-            [f"`{s['backend']}`", str(s["schemas"]), *[str(s.get(k, 0)) for k in keys]]
-            + [
-                "—" if s.get(k) is None else f"{s[k]:,.1f}"
-                for k in ("ttfm_p50_ms", "ttfm_p99_ms", "tbm_p50_us", "tbm_p99_us")
-            ]
-        )
+        name = f"`{s['backend']}`"
+        outcomes.append([name, str(s["schemas"]), *[str(s.get(k, 0)) for k in keys]])
+        figures = [
+            "—" if s.get(k) is None else f"{s[k]:,.1f}"
+            for k in (
+                "ttfm_p50_ms",
+                "ttfm_p90_ms",
+                "ttfm_p99_ms",
+                "tbm_p50_us",
+                "tbm_p99_us",
+                "tbm_max_us",
+                "slowest_step_p50_ms",
+            )
+        ]
+        walked = s.get("walked")  # (absent from a summary written before it)
+        within = "—" if walked is None else f"{s['within_stall']} of {walked}"
+        latency.append([name, *figures, within])
     return [
         "## MaskBench",
         "",
         f"{meta.get('schemas', '?')} schemas of {meta.get('data', 'MaskBench')} on the "
         f"`{meta.get('vocab', '?')}` vocabulary, each in a worker process with a "
         f"{meta.get('timeout_s', '?')} s timeout. Instances are spelled as the lowered "
-        "language spells them and tokenized by the vocabulary's tokenizer. TTFM: time to "
-        "first mask; TBM: time between masks (one `fill_mask` and `update` per token).",
+        "language spells them and tokenized by the vocabulary's tokenizer.",
+        "",
+        *_table(["backend", "schemas", *keys], outcomes),
+        "Latency over the schemas that compiled. TTFM: time to first mask (compile and the "
+        "first `fill_mask` of a schema not seen before); TBM: time between masks (one "
+        "`fill_mask` and `update` per token, first visits included); the slowest step: "
+        "each schema's slowest TBM, the median schema's, and how many schemas have no "
+        f"step over {STALL_MS:g} ms (of those with a step).",
         "",
         *_table(
             [
                 "backend",
-                "schemas",
-                *keys,
                 "TTFM p50 (ms)",
+                "TTFM p90 (ms)",
                 "TTFM p99 (ms)",
                 "TBM p50 (µs)",
                 "TBM p99 (µs)",
+                "TBM max (µs)",
+                "slowest step, median schema (ms)",
+                f"no step over {STALL_MS:g} ms",
             ],
-            rows,
+            latency,
         ),
     ]
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from constrain_bench import maskbench
 from constrain_bench.maskbench import (
+    STALL_MS,
     STATUSES,
     SchemaResult,
     run_maskbench,
@@ -320,10 +321,38 @@ def test_summarize_percentiles_over_compiled_schemas_only():
         assert x[f"ttfm_p{q}_ms"] == pytest.approx(float(np.percentile(ttfm, q)))
         assert x[f"tbm_p{q}_us"] == pytest.approx(float(np.percentile(tbm, q)))
     assert x["tbm_max_us"] == 6.0
+    # each compiled schema's slowest step: 3, 4 and 6 µs (the timeout's steps left out)
+    assert x["slowest_step_p50_ms"] == pytest.approx(0.004)
+    assert (x["walked"], x["within_stall"]) == (3, 3)
     assert (y["schemas"], y["compile_error"], y["timeout"], y["pass"]) == (2, 1, 1, 0)
-    for key in ("ttfm_p50_ms", "ttfm_p90_ms", "ttfm_p99_ms", "tbm_p50_us", "tbm_max_us"):
+    for key in (
+        "ttfm_p50_ms",
+        "ttfm_p90_ms",
+        "ttfm_p99_ms",
+        "tbm_p50_us",
+        "tbm_max_us",
+        "slowest_step_p50_ms",
+    ):
         assert y[key] is None
+    assert (y["walked"], y["within_stall"]) == (0, 0)
     assert summarize([]) == []
+
+
+def test_summarize_counts_the_schemas_with_a_stall():
+    """A schema one of whose steps passes ``STALL_MS`` is not within it,
+    whatever its other steps; a step exactly at it is."""
+    stall_us = STALL_MS * 1e3
+    results = [
+        SchemaResult("x", "fast", "pass", 1.0, [1.0, 2.0]),
+        SchemaResult("x", "edge", "pass", 1.0, [stall_us, 3.0]),
+        SchemaResult("x", "stalls", "pass", 1.0, [2.0] * 50 + [stall_us + 1.0]),
+        SchemaResult("x", "rejects", "validation_error", 1.0, [3 * stall_us]),
+        SchemaResult("x", "no steps", "unchecked", 1.0, []),
+    ]
+    (x,) = summarize(results)
+    assert (x["walked"], x["within_stall"]) == (4, 2)
+    slowest_ms = sorted([0.002, STALL_MS, STALL_MS + 0.001, 3 * STALL_MS])
+    assert x["slowest_step_p50_ms"] == pytest.approx(float(np.median(slowest_ms)))
 
 
 def test_limit_takes_files_spread_over_the_sorted_list(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from constrain_bench import cli, report
 
 
@@ -167,3 +168,39 @@ def test_a_speculative_loop_past_its_budget_is_a_row_that_says_why():
     [row] = [line for line in lines if line.startswith("| 16 |")]
     assert "`domino-json`" in row and "skipped (1.2 s per mask, projected 590 s > 120 s)" in row
     assert report._speculative_table(report.Results({"benchmarks": []}, []), "small") == []
+
+
+def test_maskbench_section_reports_first_masks_steps_and_stalls():
+    """The MaskBench section's latency table carries each summary figure
+    where its header says, the stall count as "within of walked"; a summary
+    written before the stall count existed shows a dash there."""
+    from constrain_bench.maskbench import SchemaResult, summarize
+
+    results = [
+        SchemaResult("a", "s1", "pass", 2.0, [4.0, 7000.0]),
+        SchemaResult("a", "s2", "pass", 4.0, [3.0, 5.0]),
+        SchemaResult("a", "s3", "compile_error", None, [], "UnsupportedConstraint"),
+    ]
+    summary = summarize(results)
+    meta = {"schemas": 3, "data": "d", "vocab": "small", "timeout_s": 1.0}
+    lines = report._maskbench_section(report.Results({}, [], {"meta": meta, "summary": summary}))
+    text = "\n".join(lines)
+    assert "| `a` | 3 | 2 | 0 | 1 | 0 | 0 | 0 |" in text  # the outcomes
+    header = next(line for line in lines if line.startswith("| backend | TTFM p50"))
+    row = next(line for line in lines if line.startswith("| `a` | 3.0"))
+    names, values = ([c.strip() for c in line.strip("|").split("|")] for line in (header, row))
+    cells = dict(zip(names, values, strict=True))
+    assert cells["TTFM p50 (ms)"] == "3.0"
+    assert cells["TBM max (µs)"] == "7,000.0"
+    assert cells["slowest step, median schema (ms)"] == "3.5"  # (0.005 + 7.0) / 2
+    assert cells["no step over 5 ms"] == "1 of 2"
+    for key in ("walked", "within_stall", "slowest_step_p50_ms"):
+        del summary[0][key]
+    old = report._maskbench_section(report.Results({}, [], {"meta": meta, "summary": summary}))
+    assert next(line for line in old if line.startswith("| `a` | 3.0")).endswith("| — | — |")
+
+
+def test_a_selection_that_matches_no_benchmark_is_a_clear_error(tmp_path):
+    with pytest.raises(SystemExit, match="--select 'no-such-workload' matches none"):
+        _quick_small_run(tmp_path, ["naive"], "no-such-workload")
+    assert not (tmp_path / "REPORT.md").exists()
