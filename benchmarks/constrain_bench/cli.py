@@ -98,8 +98,10 @@ def _micro(args, vocabs: list[str], raw: Path) -> tuple[dict, list]:
     if code not in (0, 5):
         raise SystemExit(f"the benchmark stage failed (pytest exit code {code})")
     if code == 5 or not (raw / "bench.json").exists():  # (pytest-benchmark wrote nothing)
-        chosen = f"--select {args.select!r}" if args.select else "the selection"
-        raise SystemExit(f"the benchmark stage ran no benchmark: {chosen} matches none")
+        chosen = f"--select {args.select!r}" if args.select else "the backends and workloads"
+        raise SystemExit(
+            f"the benchmark stage ran no benchmark ({chosen} matched none, or all were skipped)"
+        )
     bench = json.loads((raw / "bench.json").read_text())
     refusals_file = raw / "refusals.json"
     refusals = json.loads(refusals_file.read_text()) if refusals_file.exists() else []

@@ -201,6 +201,6 @@ def test_maskbench_section_reports_first_masks_steps_and_stalls():
 
 
 def test_a_selection_that_matches_no_benchmark_is_a_clear_error(tmp_path):
-    with pytest.raises(SystemExit, match="--select 'no-such-workload' matches none"):
+    with pytest.raises(SystemExit, match="--select 'no-such-workload' matched none"):
         _quick_small_run(tmp_path, ["naive"], "no-such-workload")
     assert not (tmp_path / "REPORT.md").exists()
