@@ -105,10 +105,10 @@ def grammar_digest(grammar: ScannerGrammar) -> bytes:
 class TreeDiskCache:
     """The trees of one compiled constraint in ``folder``: :meth:`find` a
     position's (``None`` when absent or not usable), :meth:`keep` one just
-    built (written by a background thread; :meth:`flush` waits for it);
-    ``loaded``, ``stored`` and ``rejected`` (files found but not used)
-    count what happened. The grammar's digest is taken, and its folder
-    listed, on the first :meth:`find`: only the files listed then are
+    built (written by a background thread; :func:`flush_tree_writes`
+    waits for it); ``loaded``, ``stored`` and ``rejected`` (files found but
+    not used) count what happened. The grammar's digest is taken, and its
+    folder listed, on the first :meth:`find`: only the files listed then are
     read (a tree another process stores later is found by the next
     compile), and only the terminals with files have their states' digests
     taken (a digest walks the regex parts the state holds: tenths of a
@@ -218,10 +218,6 @@ class TreeDiskCache:
         payload = _payload(tree, self.vocab_size, len(self.grammar.names))
         digest = hashlib.blake2b(payload, digest_size=_DIGEST_BYTES).digest()
         _WRITER.put(self, self.path(position, key), _MAGIC + key.encode() + digest + payload)
-
-    def flush(self) -> None:
-        """Wait until every tree handed to :meth:`keep` (by any cache) is written."""
-        flush_tree_writes()
 
     def _tree(self, data: bytes, key: str) -> SubterminalTree | None:
         """The tree in ``data`` if it is what :meth:`keep` had written for

@@ -68,8 +68,7 @@ def _masks(compiled, paths_) -> list[np.ndarray]:
             rows.append(bitmask[0].copy())
             if step < len(path):
                 checker.update([path[step]])
-    if compiled.tree_disk is not None:
-        compiled.tree_disk.flush()
+    treecache.flush_tree_writes()
     return rows
 
 
