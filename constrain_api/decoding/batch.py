@@ -83,11 +83,14 @@ class Batch:
                 ids = torch.tensor(prompts[row.prompt], device=self.device)
                 self.seen[i, ids] = True
 
-    def forward(self, chunks: list[list[int]], rec: StepRecord) -> torch.Tensor:
+    def forward(self, chunks: list[list[int]], where: list[tuple[int, int]]) -> torch.Tensor:
         """Feed row ``i`` the tokens ``chunks[i]`` (right-padded) in one pass;
-        the logits for every fed position. On a GPU the pass is queued, not
-        waited for: the caller fills masks while it runs, and the first read
-        of a result waits (:meth:`time_forward` then records its time)."""
+        the logits at ``where``'s (row, position in its chunk) pairs,
+        ``[len(where), width]``, in that order (a model that keeps positions
+        computes no others; the caller may write to them). On a GPU the pass
+        is queued, not waited for: the caller fills masks while it runs, and
+        the first read of a result waits (:meth:`time_forward` then records
+        its time)."""
         width = max(map(len, chunks))
         ids = np.zeros((len(chunks), width), dtype=np.int64)
         attn = np.zeros((len(chunks), width), dtype=np.int64)
@@ -98,18 +101,30 @@ class Batch:
             attn[i, :n] = 1
             pos[i] = row.length + np.minimum(np.arange(width), n - 1)
         dev = self.device
+        # (every index tensor is on the device before the pass is queued: a
+        # blocking copy after it would wait for the pass)
+        rows, columns = np.array(where, dtype=np.int64).reshape(-1, 2).T
+        options = {}
+        keep = np.unique(columns)
+        if getattr(self.model, "keeps_positions", False) and len(keep) < width:
+            options["keep"] = torch.from_numpy(keep).to(dev)
+            columns = np.searchsorted(keep, columns)
+        one_each = len(rows) == len(chunks) and (rows == np.arange(len(chunks))).all()
+        if one_each and (columns == columns[0]).all():
+            at = (slice(None), int(columns[0]))  # a view: no copy of the logits
+        else:
+            at = (torch.from_numpy(rows).to(dev), torch.from_numpy(columns).to(dev))
         self.attn = torch.cat([self.attn, torch.from_numpy(attn).to(dev)], dim=1)
+        ids_, pos_ = torch.from_numpy(ids).to(dev), torch.from_numpy(pos).to(dev)
         self._timer = _ForwardTimer(dev)
-        logits, self.cache = self.model.forward(
-            torch.from_numpy(ids).to(dev), self.attn, torch.from_numpy(pos).to(dev), self.cache
-        )
+        logits, self.cache = self.model.forward(ids_, self.attn, pos_, self.cache, **options)
         self._timer.stop()
         self.chunk_start = self.attn.shape[1] - width
         self._ends = [self.chunk_start + len(chunk) for chunk in chunks]  # slots each row keeps
         for row in self.rows:
             row.length += len(row.pending)  # draft slots count once verified
             row.skip = False
-        return logits
+        return logits[at]
 
     def time_forward(self, rec: StepRecord) -> None:
         """``rec.forward``: the last pass's time (on a GPU, between CUDA

@@ -43,9 +43,7 @@ class BeamStep:
                     loop.finish(row, "dead_end")
                 only_eos[i] = sole[i] in loop.eos
         t0 = time.perf_counter()
-        index = torch.arange(len(rows), device=dev)
-        last = torch.tensor([len(row.pending) - 1 for row in rows], device=dev)
-        x = logits[index, last]
+        x = logits  # row i's, after its last pending token
         if batch.seen is not None:
             apply_penalties_(x, batch.seen, batch.counts, loop.params)
         # the model's own pick, over the vocabulary (the mask refuses the

@@ -9,6 +9,7 @@ padding in ``transformers``' ``generate``).
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any, NamedTuple
 
@@ -22,7 +23,16 @@ class HFCausalLM:
     ``width`` defaults to the rows of its output embedding (its logits per
     position); a smaller ``width`` drops the last columns. ``device`` is
     where the logits come out (the output embedding's device).
+
+    It keeps positions (``keeps_positions``): the model's head runs only on
+    the positions asked for where its ``forward`` takes ``logits_to_keep``
+    (transformers >= 4.50), else the other positions' logits are dropped
+    before their float copy. The cache goes in under the name the model's
+    ``forward`` takes (``cache`` since transformers 5.24, else
+    ``past_key_values``).
     """
+
+    keeps_positions = True
 
     def __init__(self, model: Any, *, width: int | None = None):
         self.model = model.eval()
@@ -35,6 +45,9 @@ class HFCausalLM:
         self.width = int(width if width is not None else rows)
         weight = getattr(head, "weight", None)
         self.device = weight.device if weight is not None else model.device
+        takes = inspect.signature(model.forward).parameters
+        self._cache_name = "cache" if "cache" in takes else "past_key_values"
+        self._keeps = "logits_to_keep" in takes
 
     def forward(
         self,
@@ -42,19 +55,30 @@ class HFCausalLM:
         attention_mask: torch.Tensor,
         position_ids: torch.Tensor,
         cache: Any | None,
+        keep: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, Any]:
-        """One forward pass after the cached slots (see ``CausalLM.forward``)."""
+        """One forward pass after the cached slots (see ``CausalLM.forward``);
+        with ``keep``, the logits at those positions only."""
         if cache is None:
             cache = DynamicCache(config=self.model.config)
+        options: dict[str, Any] = {self._cache_name: cache}
+        if keep is not None and self._keeps:
+            options["logits_to_keep"] = keep
         with torch.inference_mode():
             out = self.model(
                 input_ids=input_ids,
                 attention_mask=attention_mask,
                 position_ids=position_ids,
-                past_key_values=cache,
                 use_cache=True,
+                **options,
             )
-        return out.logits[..., : self.width].float(), out.past_key_values
+        logits = out.logits
+        if keep is not None and not self._keeps:
+            logits = logits[:, keep]
+        cache = getattr(out, "cache", None)
+        if cache is None:
+            cache = out.past_key_values
+        return logits[..., : self.width].float(), cache
 
     def select_rows(self, cache: Any, rows: torch.Tensor) -> Any:
         """Keep ``rows`` of the cache, in that order (repeats allowed)."""

@@ -114,7 +114,8 @@ def generate(
     compiled, checkers = _resolve(constraint, vocab, backend, len(prompts))
     drafts = Drafts(speculative, max_len, vocab.eos_ids, draft_policy, model)
     loop = _Loop(model, vocab, decoder, params, max_len, seed, opportunistic, drafts, forced)
-    return loop.run(prompts, compiled, checkers)
+    with torch.inference_mode():  # (logits are written in place, never differentiated)
+        return loop.run(prompts, compiled, checkers)
 
 
 def _resolve(constraint: Any, vocab: Any, backend: Any, n_prompts: int):
@@ -263,17 +264,17 @@ class _Loop:
         chunks = [row.pending + row.draft for row in rows]
         rec = StepRecord(rows=len(rows), fed=sum(map(len, chunks)))
         rec.drafted = sum(len(row.draft) for row in rows)
-        logits = self.batch.forward(chunks, rec)
+        # Positions whose logits are read: after the last pending token, and
+        # after each draft token (beams have no drafts).
+        where = [
+            (i, len(row.pending) - 1 + k)
+            for i, row in enumerate(rows)
+            for k in range(len(row.draft) + 1)
+        ]
+        logits = self.batch.forward(chunks, where)
         if self.decoder.is_beam:
             self.step(logits, rec)
         else:
-            # Positions whose logits are needed: after the last pending token,
-            # and after each draft token.
-            where = [
-                (i, len(row.pending) - 1 + k)
-                for i, row in enumerate(rows)
-                for k in range(len(row.draft) + 1)
-            ]
             self.step(logits, where, rec)
         self.batch.time_forward(rec)
         if rec.drafted:

@@ -9,6 +9,11 @@ is 1. Padding and rejected draft tokens stay in the cache, masked out forever
 :func:`drop_slots`).
 ``position_ids`` count only the attended tokens before a slot, so a row's
 positions are what they would be without the padding.
+
+The loop reads the logits of few positions per pass (a row's last token,
+and each draft token): a model that sets ``keeps_positions = True`` takes
+``keep=`` in ``forward`` and computes only those, so a long prompt costs no
+logits-sized tensor per token (``transformers``' ``logits_to_keep``).
 """
 
 from __future__ import annotations
@@ -45,6 +50,11 @@ class CausalLM(Protocol):
         ``cache`` is ``None`` on the first call, else what the previous call
         returned. Returns float logits ``[B, T, width]`` (the prediction after
         each new slot) and the cache, now holding ``S + T`` slots.
+
+        Optional: where the model sets ``keeps_positions = True``, the loop
+        passes ``keep`` (a 1-D long tensor on ``device``, ascending
+        positions among the ``T`` new ones) and the logits are
+        ``[B, len(keep), width]``, those positions' only.
         """
 
     def select_rows(self, cache: Any, rows: torch.Tensor) -> Any:

@@ -28,7 +28,8 @@ class SampleStep:
     def __call__(self, logits: torch.Tensor, where, rec: StepRecord) -> None:
         """Pick one token for every position in ``where`` ((row, position)
         pairs: after the pending tokens, and after each draft token) of the
-        live rows that are not forced this step."""
+        live rows that are not forced this step; ``logits[j]`` are those at
+        ``where[j]``."""
         loop = self.loop
         rows = loop.batch.rows
         bitmask = None
@@ -44,7 +45,8 @@ class SampleStep:
         t0 = time.perf_counter()
         dev, params = loop.batch.device, loop.params
         index_rows = torch.tensor([where[j][0] for j in judged], device=dev)
-        x = logits[index_rows, torch.tensor([where[j][1] for j in judged], device=dev)]
+        in_order = judged == list(range(len(where)))
+        x = logits if in_order else logits[torch.tensor(judged, device=dev)]
         seen = loop.batch.seen
         if seen is not None:
             apply_penalties_(x, seen[index_rows], loop.batch.counts[index_rows], params)

@@ -824,3 +824,62 @@ def test_best_ids_is_torch_argmax_on_every_kind_of_row():
     for scores in (rows, rows.double(), rows.half(), rows.clone().requires_grad_()):
         assert best_ids(scores).tolist() == scores.argmax(dim=-1).tolist()
     assert best_ids(rows).tolist()[:4] == [int(rows[0].argmax()), 7, 120, 0]
+
+
+class KeepRecorder:
+    """Wraps ``tiny_model``, recording per pass the chunk's width and the
+    positions asked for (``None``: all); ``keeps``: whether it offers
+    ``keep`` (``keeps_positions``)."""
+
+    def __init__(self, inner, keeps: bool):
+        self.inner, self.keeps_positions = inner, keeps
+        self.width, self.device = inner.width, inner.device
+        self.calls: list[tuple[int, list[int] | None]] = []
+
+    def forward(self, input_ids, attention_mask, position_ids, cache, **options):
+        keep = options.get("keep")
+        self.calls.append((input_ids.shape[1], None if keep is None else keep.tolist()))
+        return self.inner.forward(input_ids, attention_mask, position_ids, cache, **options)
+
+    def select_rows(self, cache, rows):
+        return self.inner.select_rows(cache, rows)
+
+    def drop_slots(self, cache, count):
+        return self.inner.drop_slots(cache, count)
+
+
+@pytest.mark.parametrize(
+    "decoder", [*DECODERS[:3], "drafts"], ids=["argmax", "sample", "beam", "drafts"]
+)
+def test_the_model_computes_only_the_logits_the_loop_reads(vocab, model, compiled, decoder):
+    """A model that keeps positions is asked, per pass, for the positions
+    after each row's last pending token and after each draft token: for
+    prompts of 9 and 4 tokens (right-padded), positions 3 and 8 of the
+    first pass, not nine (with drafts of four riding along: 3-7 and 8-12 of
+    13); a pass whose every position is read asks for none in particular.
+    The output is the same as from the same model computing every
+    position's logits."""
+    base = compiled["json_schema"]
+    prompts = [[vocab.eos_id, *range(10, 18)], [vocab.eos_id] * 4]
+    options = {"max_len": 24, "seed": 5}
+    if decoder == "drafts":
+        plain = generate(model, vocab, prompts, base, argmax(), **options)
+        checkers = [Drafting(base.checker(), g.token_ids) for g in plain.sequences]
+        decoder, options = argmax(), {**options, "speculative": 4, "draft_policy": "always"}
+        constraint = checkers
+    else:
+        constraint = base
+    runs = {}
+    for keeps in (True, False):
+        lm = KeepRecorder(model, keeps)
+        runs[keeps] = (generate(lm, vocab, prompts, constraint, decoder, **options), lm.calls)
+    (kept, calls), (full, every) = runs[True], runs[False]
+    assert _tokens(kept) == _tokens(full)
+    assert all(keep is None for _, keep in every)
+    if options.get("speculative"):  # drafts of four ride along with the prompts
+        assert calls[0] == (13, list(range(3, 13)))
+        assert kept.totals()["drafted"] > 0
+    else:
+        assert calls[0] == (9, [3, 8])
+    for w, k in calls[1:]:  # (None where every position of a pass is read)
+        assert k is None or (w > 1 and len(k) < w and k[-1] == w - 1), calls

@@ -7,11 +7,13 @@ attention contract of ``CausalLM``, and ``ScriptedLM`` wants its target.
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pytest
 import torch
 from constrain_conformance.corpus import small_vocabulary
+from transformers import LlamaForCausalLM
 
 from constrain_api.decoding import CausalLM, HFCausalLM, ScriptedLM, from_pretrained, tiny_model
 
@@ -139,6 +141,59 @@ def test_rows_padded_differently_in_one_batch_match_each_row_alone(model):
     torch.testing.assert_close(logits[0, 0], ref[4], **TOL)
     torch.testing.assert_close(logits[1, 0], ref[3], **TOL)
     torch.testing.assert_close(logits[2, 0], ref[4], **TOL)
+
+
+class _OlderLlama(LlamaForCausalLM):
+    """A model whose ``forward`` takes the cache as ``past_key_values`` and
+    has no ``logits_to_keep`` (transformers before 4.50; custom models)."""
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values, use_cache):
+        self.calls += 1
+        return super().forward(input_ids=input_ids, attention_mask=attention_mask,
+                               position_ids=position_ids, cache=past_key_values,
+                               use_cache=use_cache)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def older(model):
+    inner = _OlderLlama(model.model.config).to(DEVICE)
+    inner.load_state_dict(model.model.state_dict())
+    inner.calls = 0
+    return HFCausalLM(inner)
+
+
+@pytest.mark.parametrize("kind", ["logits_to_keep", "older"])
+def test_kept_positions_are_the_full_passes_logits(model, older, kind):
+    """``keep`` gives the logits of those positions only, the full pass's
+    (to rounding: the head's product has another shape), whether the model
+    computes only those (``logits_to_keep``) or the wrapper drops the
+    others; the cache goes on the same either way."""
+    lm = model if kind == "logits_to_keep" else older
+    assert lm.keeps_positions
+    ids, attention = [[5, 6, 7, 0], [8, 9, 10, 11]], [[1, 1, 1, 0], [1, 1, 1, 1]]
+    positions = [[0, 1, 2, 2], [0, 1, 2, 3]]
+    full, _ = _run(model, ids, attention, positions)
+    for keep in ([3], [2, 3], [0, 2]):
+        kept, cache = lm.forward(*(torch.tensor(x, device=lm.device) for x in
+                                   (ids, attention, positions)), None,
+                                 keep=torch.tensor(keep, device=lm.device))  # fmt: skip
+        assert kept.shape == (2, len(keep), model.width) and kept.dtype == torch.float32
+        torch.testing.assert_close(kept, full[:, keep], **TOL)
+    after, _ = _run(lm, [[12], [12]], [[*a, 1] for a in attention], [[3], [4]], cache)
+    torch.testing.assert_close(after[0, 0], _full(model, [5, 6, 7, 12])[-1], **TOL)
+    torch.testing.assert_close(after[1, 0], _full(model, [8, 9, 10, 11, 12])[-1], **TOL)
+    if lm is older:
+        assert older.model.calls >= 4  # its own forward ran, with past_key_values
+
+
+def test_the_wrapper_uses_no_deprecated_transformers_argument(model):
+    """transformers 5.24 renamed ``past_key_values`` (its removal announced
+    for 5.40): the wrapper passes the cache under the name ``forward`` takes."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        warnings.simplefilter("error", DeprecationWarning)
+        _, cache = _run(model, [[5, 6]], [[1, 1]], [[0, 1]])
+        _run(model, [[7]], [[1, 1, 1]], [[2]], cache)
 
 
 def test_select_rows_with_repeats(model):
