@@ -91,36 +91,27 @@ class Batch:
         is queued, not waited for: the caller fills masks while it runs, and
         the first read of a result waits (:meth:`time_forward` then records
         its time)."""
-        width = max(map(len, chunks))
-        ids = np.zeros((len(chunks), width), dtype=np.int64)
-        attn = np.zeros((len(chunks), width), dtype=np.int64)
-        pos = np.zeros((len(chunks), width), dtype=np.int64)
-        for i, (row, chunk) in enumerate(zip(self.rows, chunks, strict=True)):
-            n = len(chunk)
-            ids[i, :n] = chunk
-            attn[i, :n] = 1
-            pos[i] = row.length + np.minimum(np.arange(width), n - 1)
+        sizes = np.fromiter(map(len, chunks), np.int64, len(chunks))
+        lengths = np.fromiter((row.length for row in self.rows), np.int64, len(self.rows))
+        inputs = _lay_out(chunks, sizes, lengths)  # ids, attention, positions
+        width = inputs.shape[2]
         dev = self.device
-        # (every index tensor is on the device before the pass is queued: a
-        # blocking copy after it would wait for the pass)
-        rows, columns = np.array(where, dtype=np.int64).reshape(-1, 2).T
+        # (every tensor is on the device before the pass is queued: a blocking
+        # copy after it would wait for the pass)
         options = {}
-        keep = np.unique(columns)
-        if getattr(self.model, "keeps_positions", False) and len(keep) < width:
+        keeps = getattr(self.model, "keeps_positions", False)
+        keep, at = _reading_plan(where, len(chunks), width, keeps)
+        if keep is not None:
             options["keep"] = torch.from_numpy(keep).to(dev)
-            columns = np.searchsorted(keep, columns)
-        one_each = len(rows) == len(chunks) and (rows == np.arange(len(chunks))).all()
-        if one_each and (columns == columns[0]).all():
-            at = (slice(None), int(columns[0]))  # a view: no copy of the logits
-        else:
-            at = (torch.from_numpy(rows).to(dev), torch.from_numpy(columns).to(dev))
-        self.attn = torch.cat([self.attn, torch.from_numpy(attn).to(dev)], dim=1)
-        ids_, pos_ = torch.from_numpy(ids).to(dev), torch.from_numpy(pos).to(dev)
+        if not isinstance(at[0], slice):
+            at = (torch.from_numpy(at[0]).to(dev), torch.from_numpy(at[1]).to(dev))
+        ids, attn, pos = torch.from_numpy(inputs).to(dev)  # (one copy)
+        self.attn = torch.cat([self.attn, attn], dim=1)
         self._timer = _ForwardTimer(dev)
-        logits, self.cache = self.model.forward(ids_, self.attn, pos_, self.cache, **options)
+        logits, self.cache = self.model.forward(ids, self.attn, pos, self.cache, **options)
         self._timer.stop()
         self.chunk_start = self.attn.shape[1] - width
-        self._ends = [self.chunk_start + len(chunk) for chunk in chunks]  # slots each row keeps
+        self._ends = (self.chunk_start + sizes).tolist()  # the slots each row keeps
         for row in self.rows:
             row.length += len(row.pending)  # draft slots count once verified
             row.skip = False
@@ -172,6 +163,40 @@ class Batch:
         if self.seen is not None:
             self.seen = self.seen.index_select(0, index)
             self.counts = self.counts.index_select(0, index)
+
+
+def _lay_out(chunks: list[list[int]], sizes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``[3, B, width]`` int64: the chunks right-padded (token 0), their
+    attention (1 on a chunk's tokens) and positions (a row's attended slots
+    before each; padding repeats the last)."""
+    width = int(sizes.max())
+    if width == 1:  # one token a row: the usual step
+        ids = np.array(chunks, dtype=np.int64)
+        return np.stack([ids, np.ones_like(ids), lengths[:, None]])
+    steps = np.arange(width)
+    attended = steps < sizes[:, None]
+    ids = np.zeros((len(chunks), width), dtype=np.int64)
+    ids[attended] = np.concatenate(chunks)  # (row by row, as the chunks)
+    positions = lengths[:, None] + np.minimum(steps, sizes[:, None] - 1)
+    return np.stack([ids, attended.astype(np.int64), positions])
+
+
+def _reading_plan(where: list[tuple[int, int]], rows: int, width: int, keeps: bool):
+    """``(keep, at)``: the positions to ask a model that ``keeps`` positions
+    for (``None``: all), and the index into its logits of ``where``'s
+    pairs: a row slice and a column where each row reads one position at
+    the same column (a view), else row and column arrays."""
+    if width == 1 and len(where) == rows:  # the usual step: (i, 0) for each row
+        return None, (slice(None), 0)
+    index, columns = np.array(where, dtype=np.int64).reshape(-1, 2).T
+    keep = np.unique(columns)
+    if keeps and len(keep) < width:
+        columns = np.searchsorted(keep, columns)
+    else:
+        keep = None
+    if len(index) == rows and (index == np.arange(rows)).all() and (columns == columns[0]).all():
+        return keep, (slice(None), int(columns[0]))
+    return keep, (index, columns)
 
 
 class _ForwardTimer:

@@ -44,14 +44,14 @@ class SampleStep:
             return
         t0 = time.perf_counter()
         dev, params = loop.batch.device, loop.params
-        index_rows = torch.tensor([where[j][0] for j in judged], device=dev)
         in_order = judged == list(range(len(where)))
-        x = logits if in_order else logits[torch.tensor(judged, device=dev)]
+        x = logits if in_order else logits[_on(dev, judged)]
         seen = loop.batch.seen
         if seen is not None:
+            index_rows = _on(dev, [where[j][0] for j in judged])
             apply_penalties_(x, seen[index_rows], loop.batch.counts[index_rows], params)
         # the model's own pick: over the vocabulary (the columns past it are
-        # refused by the mask too, so x keeps them refused); read before the
+        # refused by the mask too, so x keeps them refused); taken before the
         # mask is applied to x in place (shaped_raw may be x itself)
         x[:, loop.vocab.size :] = float("-inf")
         noise = None
@@ -59,41 +59,43 @@ class SampleStep:
             noise = gumbel_rows(x, [self._generator(where[j], j in forced_at) for j in judged])
         shaped_raw = shape(x, loop.decoder, params)
         free_ids = _argmax(shaped_raw, noise)
-        free = free_ids.tolist()
-        # The first token of a forced chain is judged like a pick (the rest of
-        # the chain had no forward pass, so no model choice to compare with).
-        for j, free_pick in zip(forced_at, free[len(flat) :], strict=True):
-            if free_pick != forced_at[j]:
-                rows[where[j][0]].interventions += 1
-                rec.interventions += 1
         for j in forced_at:
             row = rows[where[j][0]]
             loop.batch.count(where[j][0], row.tokens[len(row.tokens) - row.forced_now :])
-        rec.sample += time.perf_counter() - t0
-        if not flat:
-            return
-        x, free = x[: len(flat)], free[: len(flat)]
-        noise = None if noise is None else noise[: len(flat)]
-        if not loop.constrained:  # the model's own pick is the pick
-            t0 = time.perf_counter()
+        n = len(flat)
+        x = x[:n]
+        noise = None if noise is None else noise[:n]
+        chosen = logp = None
+        if n and not loop.constrained:  # the model's own pick is the pick
+            chosen = free_ids
             logp = torch.log_softmax(shaped_raw, dim=-1).gather(1, free_ids[:, None])[:, 0]
+        elif n and not loop.opportunistic:
             rec.sample += time.perf_counter() - t0
-            self._advance(flat, where, free, free, logp.tolist(), rec)
-            return
-        if loop.opportunistic:
-            picks, logp = self._opportunistic(x, free, noise, [where[j][0] for j in flat], rec)
-        else:
             t0 = time.perf_counter()
-            selected = bitmask[torch.tensor(flat)] if len(flat) < len(where) else bitmask
+            selected = bitmask[torch.tensor(flat)] if n < len(where) else bitmask
             apply_bitmask_(x, selected, vocab_size=loop.vocab.size)  # (queued on a GPU)
             rec.apply += time.perf_counter() - t0
             t0 = time.perf_counter()
             shaped = shape(x, loop.decoder, params)
             chosen = _argmax(shaped, noise)
-            logp = torch.log_softmax(shaped, dim=-1).gather(1, chosen[:, None])[:, 0].tolist()
-            picks = chosen.tolist()
-            rec.sample += time.perf_counter() - t0
-        self._advance(flat, where, picks, free, logp, rec)
+            logp = torch.log_softmax(shaped, dim=-1).gather(1, chosen[:, None])[:, 0]
+        # Everything above is queued on a GPU; reading it back is the one wait.
+        free = free_ids.tolist()
+        picks = None if chosen is None else chosen.tolist()
+        scores = None if logp is None else logp.tolist()
+        # The first token of a forced chain is judged like a pick (the rest of
+        # the chain had no forward pass, so no model choice to compare with).
+        for j, free_pick in zip(forced_at, free[n:], strict=True):
+            if free_pick != forced_at[j]:
+                rows[where[j][0]].interventions += 1
+                rec.interventions += 1
+        rec.sample += time.perf_counter() - t0
+        if not n:
+            return
+        free = free[:n]
+        if picks is None:  # opportunistic
+            picks, scores = self._opportunistic(x, free, noise, [where[j][0] for j in flat], rec)
+        self._advance(flat, where, picks, free, scores, rec)
 
     def _generator(self, at: tuple[int, int], forced: bool) -> torch.Generator:
         """The generator of the token judged at ``at`` (row, position in the
@@ -242,6 +244,12 @@ class SampleStep:
                 row.pending = [token]
                 loop.drafts.propose(row)
         rec.update += time.perf_counter() - t0
+
+
+def _on(device: torch.device, values: list[int]) -> torch.Tensor:
+    """``values`` as a long tensor on ``device``, copied without waiting for
+    the work queued there (a plain copy to a GPU waits for its stream)."""
+    return torch.tensor(values).to(device, non_blocking=True)
 
 
 def _argmax(scores: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
