@@ -4,9 +4,11 @@
 # written under $OUT as it comes, so a run cut short still returns what it finished.
 #   tests  the CUDA tests: the apply kernel and torch path against the reference, the loop
 #   apply  the apply micro benchmark: the fused kernel, the torch path, XGrammar's kernel
+#   passes what a forward pass costs by its width, with and without holes in the attention
+#          mask, device time against the host's (passes.py; a few seconds)
 #   loop   the end-to-end and speculative stages on random Llama-3.2-1B weights, bf16
 #          (backends: $BACKENDS, default domino fst llguidance naive; $LOOP_MODEL another shape)
-#   all    the three (about 9 minutes)
+#   all    the four (about 9 minutes)
 set -u
 part=${1:-all}
 out=${OUT:-/tmp/gpu-out}; mkdir -p "$out"
@@ -24,6 +26,11 @@ if [ "$part" = apply ] || [ "$part" = all ]; then
   timeout 90 python3 -m pytest -q -p no:cacheprovider benchmarks/bench_masks.py -k cuda \
     --benchmark-columns=min,median,max --benchmark-json "$out/apply.json" > "$out/apply.txt" 2>&1
   echo "apply: exit $?" >> "$out/parts.txt"
+fi
+if [ "$part" = passes ] || [ "$part" = all ]; then
+  timeout 90 python3 benchmarks/gpu/passes.py --model "${LOOP_MODEL:-llama-3.2-1b}" \
+    --out "$out/passes.json" > "$out/passes.txt" 2>&1
+  echo "passes: exit $?" >> "$out/parts.txt"
 fi
 if [ "$part" = loop ] || [ "$part" = all ]; then
   # $BACKENDS to split the stage over two calls; a loop whose masks alone are projected past
