@@ -27,6 +27,7 @@ import torch
 
 import constrain_api as ca
 from constrain_api.decoding import random_model, tiny_model
+from constrain_api.shared import shared_file
 
 
 def _vocabulary(name: str) -> ca.Vocabulary:
@@ -34,7 +35,7 @@ def _vocabulary(name: str) -> ca.Vocabulary:
         from constrain_conformance.corpus import small_vocabulary
 
         return small_vocabulary()
-    return ca.Vocabulary.from_llama3(ca.shared.shared_file("vocab/llama3/tokenizer.model"))
+    return ca.Vocabulary.from_llama3(shared_file("vocab/llama3/tokenizer.model"))
 
 
 def _time_pass(

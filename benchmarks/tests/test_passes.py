@@ -1,6 +1,7 @@
-"""benchmarks/gpu/passes.py, the device run's pass-cost part, on the CPU with
-the small vocabulary: every case timed and written, so the script a device
-session runs once does not fail there."""
+"""benchmarks/gpu/passes.py, the device run's pass-cost part, on the CPU
+with the small and the Llama-3 vocabularies (the device's): every case
+timed and written, so the script a device session runs once does not fail
+there."""
 
 from __future__ import annotations
 
@@ -8,15 +9,25 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
+from constrain_api.shared import shared_file
+
 SCRIPT = Path(__file__).resolve().parents[1] / "gpu" / "passes.py"
 
 
-def test_every_width_batch_and_mask_is_timed(tmp_path, capsys):
+@pytest.mark.parametrize("vocab", ["small", pytest.param("llama3", marks=pytest.mark.shared)])
+def test_every_width_batch_and_mask_is_timed(tmp_path, capsys, vocab):
+    if vocab == "llama3":
+        try:
+            shared_file("vocab/llama3/tokenizer.model")
+        except FileNotFoundError as e:
+            pytest.skip(str(e))
     spec = importlib.util.spec_from_file_location("passes", SCRIPT)
     passes = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(passes)
     out = tmp_path / "passes.json"
-    args = ["--vocab", "small", "--batch", "1", "--batch", "2", "--prompt", "6", "--repeats", "1"]
+    args = ["--vocab", vocab, "--batch", "1", "--batch", "2", "--prompt", "6", "--repeats", "1"]
     assert passes.main([*args, "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["model"] == "tiny" and data["device"] in ("cpu", "cuda:0")
