@@ -26,8 +26,8 @@ class HFCausalLM:
 
     It keeps positions (``keeps_positions``): the model's head runs only on
     the positions asked for where its ``forward`` takes ``logits_to_keep``
-    (transformers >= 4.50), else the other positions' logits are dropped
-    before their float copy. The cache goes in under the name the model's
+    (as transformers' causal LMs do), else the other positions' logits are
+    dropped before their float copy. The cache goes in under the name the model's
     ``forward`` takes (``cache`` since transformers 5.24, else
     ``past_key_values``).
     """
