@@ -24,18 +24,9 @@ import sys
 import time
 
 import torch
+from constrain_bench.workloads import load_vocabulary
 
-import constrain_api as ca
 from constrain_api.decoding import random_model, tiny_model
-from constrain_api.shared import shared_file
-
-
-def _vocabulary(name: str) -> ca.Vocabulary:
-    if name == "small":
-        from constrain_conformance.corpus import small_vocabulary
-
-        return small_vocabulary()
-    return ca.Vocabulary.from_llama3(shared_file("vocab/llama3/tokenizer.model"))
 
 
 def _time_pass(
@@ -76,13 +67,13 @@ def _time_pass(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="tiny", help="tiny, or a key of MODEL_SHAPES")
-    parser.add_argument("--vocab", default="llama3", help="llama3 (shared) or small")
+    parser.add_argument("--vocab", default="llama3", help="as the bench's --vocab (default llama3)")
     parser.add_argument("--batch", type=int, action="append", help="repeatable (default 1, 16)")
     parser.add_argument("--prompt", type=int, default=64, help="cached tokens before the pass")
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--out", help="a JSON file for the figures")
     args = parser.parse_args(argv)
-    vocab = _vocabulary(args.vocab)
+    vocab = load_vocabulary(args.vocab)
     if args.model == "tiny":
         model = tiny_model(vocab, device="cuda" if torch.cuda.is_available() else "cpu")
     else:
