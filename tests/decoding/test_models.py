@@ -145,7 +145,7 @@ def test_rows_padded_differently_in_one_batch_match_each_row_alone(model):
 
 class _OlderLlama(LlamaForCausalLM):
     """A model whose ``forward`` takes the cache as ``past_key_values`` and
-    has no ``logits_to_keep`` (transformers before 4.50; custom models)."""
+    has no ``logits_to_keep`` (older transformers; custom models)."""
 
     def forward(self, input_ids, attention_mask, position_ids, past_key_values, use_cache):
         self.calls += 1
