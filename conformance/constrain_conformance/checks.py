@@ -214,6 +214,7 @@ def state_operation_failures(compiled: ca.Compiled, path: Sequence[int]) -> list
         failures.append("fill_mask into a row wider than the vocabulary: not mask() then zeros")
     if not (wide[[0, 2]] == -1).all():
         failures.append("fill_mask wrote outside its row")
+    failures += _fill_masks_failures(compiled, path, masks)
     for k in sorted({1, 2, n // 2, n} - {0}):
         if k > n:
             continue
@@ -246,6 +247,38 @@ def state_operation_failures(compiled: ca.Compiled, path: Sequence[int]) -> list
         checker.update([vocab.eos_id])
         if checker.mask().count() or not checker.is_finished():
             failures.append("after EOS the mask is not empty or is_finished() is false")
+    return failures
+
+
+def _fill_masks_failures(
+    compiled: ca.Compiled, path: Sequence[int], masks: list[ca.TokenMask]
+) -> list[str]:
+    """``Compiled.fill_masks`` over checkers at several steps of ``path``
+    (one past EOS where the text is complete), into a bitmask with a row
+    more than the checkers: row ``i`` must be checker ``i``'s mask, the
+    last row untouched (a backend may fill the rows at once, in parallel)."""
+    vocab, n = compiled.vocab, len(path)
+    steps = sorted({0, 1, n // 2, n - 1, n} & set(range(n + 1)))
+    checkers, expected = [], []
+    for k in steps:
+        checker = compiled.checker()
+        checker.update(list(path[:k]))
+        checkers.append(checker)
+        expected.append(masks[k])
+    if checkers[-1].is_accepting():
+        ended = checkers[-1].fork()
+        ended.update([vocab.eos_id])
+        checkers.insert(1, ended)
+        expected.insert(1, ended.mask())
+    bitmask = np.full((len(checkers) + 1, ca.bitmask_words(vocab.size)), -1, dtype=np.int32)
+    compiled.fill_masks(checkers, bitmask)
+    failures = [
+        f"fill_masks row {i} differs from its checker's mask"
+        for i, mask in enumerate(expected)
+        if ca.TokenMask(bitmask[i], vocab.size) != mask
+    ]
+    if not (bitmask[-1] == -1).all():
+        failures.append("fill_masks wrote past its checkers' rows")
     return failures
 
 

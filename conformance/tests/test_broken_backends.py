@@ -76,6 +76,10 @@ class TamperedCompiled:
     def fill_masks(self, checkers, bitmask):
         for i, c in enumerate(checkers):
             c.fill_mask(bitmask, i)
+        if self.defect == "batch-rows-swapped" and len(checkers) > 1:
+            bitmask[[0, 1]] = bitmask[[1, 0]]
+        if self.defect == "batch-writes-past":
+            bitmask[len(checkers) :] = 0
 
 
 def broken_backend(defect: str) -> type:
@@ -145,6 +149,22 @@ def test_rollback_off_by_one_is_caught(json_case, vocab, oracle):
     broken = TamperedCompiled(oracle, "rollback-off-by-one")
     failures = checks.state_operation_failures(broken, paths.natural(vocab, json_case.valid[0]))
     assert any("rollback" in f for f in failures)
+
+
+@pytest.mark.parametrize(
+    ("defect", "failure"),
+    [
+        ("batch-rows-swapped", "fill_masks row 0 differs"),
+        ("batch-writes-past", "fill_masks wrote past"),
+    ],
+)
+def test_a_batch_fill_unlike_the_rows_masks_is_caught(json_case, vocab, oracle, defect, failure):
+    """``fill_masks`` (the loop's batch call) is checked against each
+    checker's own mask, and against writing outside its rows."""
+    broken = TamperedCompiled(oracle, defect)
+    path = paths.natural(vocab, json_case.valid[0])
+    failures = checks.state_operation_failures(broken, path)
+    assert any(failure in f for f in failures), failures
 
 
 def test_missing_a_bridge_token_is_invasive(json_case, vocab, oracle):

@@ -22,6 +22,7 @@ class Row:
     """One sequence being generated."""
 
     __slots__ = (
+        "behind",
         "budget",
         "checker",
         "draft",
@@ -58,6 +59,7 @@ class Row:
         self.reason: str | None = None
         self.skip = False  # forced tokens appended this step: no pick
         self.noise_seed = 0  # seeds the random draws of its tokens (see loop)
+        self.behind: list[int] = []  # accepted tokens the checker is given next step
 
 
 class Batch:

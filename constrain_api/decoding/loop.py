@@ -5,14 +5,15 @@ One iteration, for all live sequences ("rows") in lockstep:
 1. feed each row its pending tokens (the prompt at first; then the last
    pick, a chain of forced tokens, or a speculative draft) in one forward pass
    (on a GPU it is queued, and the next step runs while it computes);
-2. fill the packed bitmask rows on the CPU (``Compiled.fill_masks``), find
+2. give the checkers the last step's picks (a row that ends, a beam or a
+   drafting row took its pick at once), fill the packed bitmask rows on
+   the CPU (``Compiled.fill_masks``), find
    rows that are finished (only EOS allowed), dead (nothing allowed) or
    forced (exactly one token allowed: appended without a choice, chained
    while the constraint keeps forcing, fed together next time);
 3. apply the masks to the logits on the model's device (``apply_bitmask_``,
    the bitmask copied without blocking from pinned memory), let the decoder
-   pick (reading the picks back is the one wait for the device), and
-   advance the checkers;
+   pick (reading the picks back is the one wait for the device);
 4. drop finished rows from the batch (and, for beam search, reorder it).
 
 Rows advance by different numbers of tokens, so the loop keeps one attention

@@ -64,8 +64,11 @@ def fill_positions(rows: list[Row], compiled, bitmask: torch.Tensor, rec: StepRe
     """Masks for every position whose logits the step reads: one per row, and
     one after each draft token (filled by advancing the checker along the
     draft and rolling it back). A ``compiled`` artifact fills a draft-free
-    batch at once (``fill_masks``: a backend may do it in parallel)."""
+    batch at once (``fill_masks``: a backend may do it in parallel). The
+    checkers write into a numpy view of ``bitmask`` (a CPU tensor): the
+    protocol takes both, and a view is checked once, not once per row."""
     t0 = time.perf_counter()
+    bitmask = bitmask.numpy()
     if all(not row.draft for row in rows):
         checkers = [row.checker for row in rows]
         if compiled is not None:

@@ -34,6 +34,8 @@ class SampleStep:
         rows = loop.batch.rows
         bitmask = None
         forced_at: dict[int, int] = {}  # position -> the first token a chain forced there
+        if loop.constrained:
+            _catch_up(rows, rec)
         if loop.constrained and not loop.opportunistic:
             bitmask = loop.buffer.rows(len(where))
             fill_positions(rows, loop.compiled, bitmask, rec)
@@ -175,10 +177,11 @@ class SampleStep:
         if rejected:
             bitmask = loop.buffer.rows(len(rejected))
             t0 = time.perf_counter()
+            words = bitmask.numpy()  # (a view: the checkers write into it)
             for j, k in enumerate(rejected):
-                rows[row_ids[k]].checker.fill_mask(bitmask, j)
+                rows[row_ids[k]].checker.fill_mask(words, j)
             rec.mask += time.perf_counter() - t0
-            sole = sole_tokens(bitmask.numpy()).tolist()
+            sole = sole_tokens(words).tolist()
             t0 = time.perf_counter()
             index = torch.tensor(rejected, device=loop.batch.device)
             sub = x.index_select(0, index)
@@ -231,19 +234,36 @@ class SampleStep:
             else:
                 loop.drafts.observe(row, token)
             new = [*draft[:accepted], token]
-            if row.checker is not None:
-                row.checker.update(new)
             ended = token in loop.eos
+            goes_on = not ended and len(row.tokens) + len(new) < loop.max_len
+            if row.checker is not None:
+                if goes_on and not loop.speculative:
+                    row.behind = new  # (given to the checker once the next pass is queued)
+                else:  # (the row's end, or its next draft, reads the checker now)
+                    row.checker.update(new)
             row.tokens.extend(new[:-1] if ended else new)
             loop.batch.count(i, new)
             if ended:
                 loop.finish(row, "eos")
-            elif len(row.tokens) >= loop.max_len:
+            elif not goes_on:
                 loop.finish(row, "max_len")
             else:
                 row.pending = [token]
                 loop.drafts.propose(row)
         rec.update += time.perf_counter() - t0
+
+
+def _catch_up(rows: list[Row], rec: StepRecord) -> None:
+    """Give each row's checker the tokens picked last step (``row.behind``).
+    The step calls this after the forward pass is queued: the pass needs
+    only the tokens, so on a GPU the checkers advance while it computes,
+    with the masks, rather than between the pick and the next pass."""
+    t0 = time.perf_counter()
+    for row in rows:
+        if row.behind:
+            row.checker.update(row.behind)
+            row.behind = []
+    rec.update += time.perf_counter() - t0
 
 
 def _on(device: torch.device, values: list[int]) -> torch.Tensor:

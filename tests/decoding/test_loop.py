@@ -357,6 +357,66 @@ def test_every_step_records_its_forward_pass_and_the_phases_fit_the_wall_time(
     assert 0 < sum(totals[phase] for phase in TIMED) <= result.seconds
 
 
+class Logged:
+    """A checker (or, without ``inner``'s checker methods, a model) that
+    appends its updates, mask fills and forward passes to a shared log."""
+
+    def __init__(self, inner, log: list, name=None):
+        self.inner, self.log, self.name = inner, log, name
+
+    def update(self, token_ids):
+        self.log.append(("update", self.name, list(token_ids)))
+        self.inner.update(token_ids)
+
+    def fill_mask(self, bitmask, row=0):
+        self.log.append(("fill", self.name))
+        self.inner.fill_mask(bitmask, row)
+
+    def fork(self):  # (each row's fork named apart)
+        return Logged(self.inner.fork(), self.log, object())
+
+    def forward(self, *args, **options):
+        self.log.append(("forward",))
+        return self.inner.forward(*args, **options)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("decoder", [argmax(), sample(2, 1.0)], ids=lambda d: d.kind)
+def test_checkers_take_a_pick_after_the_next_pass_is_queued(vocab, model, compiled, decoder):
+    """A row that goes on gives its checker the token picked at pass ``k``
+    only after pass ``k + 1`` is queued (on a GPU: while it computes, with
+    the masks), before that pass's masks; a row that ends takes its last
+    token at once. The output is the same as checkers updated in place."""
+    base = compiled["json_schema"]
+    prompts = [[vocab.eos_id], [vocab.eos_id, 12]]
+    log: list = []
+    checkers = [Logged(base.checker(), log) for _ in prompts]
+    options = {"max_len": 20, "seed": 3, "forced": False}
+    logged = generate(Logged(model, log), vocab, prompts, checkers, decoder, **options)
+    plain = generate(model, vocab, prompts, base, decoder, **options)
+    assert _tokens(logged) == _tokens(plain)
+    passes = [i for i, event in enumerate(log) if event[0] == "forward"]
+    assert len(passes) == len(logged.steps) > 2
+    deferred = 0
+    for start, stop in zip(passes, [*passes[1:], len(log)], strict=True):
+        kinds = [event[0] for event in log[start + 1 : stop]]
+        fills = [k for k, kind in enumerate(kinds) if kind == "fill"]
+        # updates before the pass's first fill: the picks of the pass before
+        deferred += sum(kind == "update" for kind in kinds[: fills[0] if fills else 0])
+        # updates after its last fill: only rows taking their last token
+        for k in range(fills[-1] + 1 if fills else 0, len(kinds)):
+            if kinds[k] == "update":
+                name = log[start + 1 + k][1]
+                assert not any(e[0] == "update" and e[1] == name for e in log[start + 2 + k :])
+    # every pick but those ending a row at once (EOS, max_len); a row the
+    # constraint finishes ("finished") ends at a pass's masks, its picks deferred
+    picks = sum(len(g.token_ids) + (g.finish_reason == "eos") for g in logged.sequences)
+    ends = sum(g.finish_reason in ("eos", "max_len") for g in logged.sequences)
+    assert deferred == picks - ends > 0
+
+
 class Drafting:
     """A checker that proposes drafts from a script, delegating the rest."""
 
