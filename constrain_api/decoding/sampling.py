@@ -74,7 +74,9 @@ class SampleStep:
         elif n and not loop.opportunistic:
             rec.sample += time.perf_counter() - t0
             t0 = time.perf_counter()
-            selected = bitmask[torch.tensor(flat)] if n < len(where) else bitmask
+            selected = bitmask  # (pinned: copied to a GPU without waiting for it)
+            if n < len(where):  # rows picked among the positions: selected there
+                selected = bitmask.to(dev, non_blocking=True)[_on(dev, flat)]
             apply_bitmask_(x, selected, vocab_size=loop.vocab.size)  # (queued on a GPU)
             rec.apply += time.perf_counter() - t0
             t0 = time.perf_counter()

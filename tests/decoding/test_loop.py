@@ -417,6 +417,33 @@ def test_checkers_take_a_pick_after_the_next_pass_is_queued(vocab, model, compil
     assert deferred == picks - ends > 0
 
 
+def test_bitmasks_reach_the_device_from_pinned_memory_or_on_it(vocab, model, monkeypatch):
+    """Every bitmask the step applies is on the logits' device or, on a
+    GPU, in pinned memory: a copy from pageable memory may wait for the
+    forward pass that the masks are filled beside. The step where one row
+    is forced and the other picks applies the picking row's mask alone
+    (selected from the filled rows on the device); this runs on a CPU too,
+    the memory check only with ``CONSTRAIN_TEST_DEVICE=cuda``
+    (``benchmarks/gpu/check.sh tests``)."""
+    import constrain_api.decoding.sampling as sampling
+
+    seen = []
+
+    def recording(logits, bitmask, **options):
+        pinned = bitmask.device.type == "cpu" and logits.is_cuda and bitmask.is_pinned()
+        seen.append((bitmask.shape[0], bitmask.device == logits.device or pinned))
+        return ca.apply_bitmask_(logits, bitmask, **options)
+
+    monkeypatch.setattr(sampling, "apply_bitmask_", recording)
+    naive = ca.get("naive")
+    forced = naive.compile(ca.Regex(r'\{"name": "(ada|bob)", "tags": \[\]\}'), vocab).checker()
+    free = naive.compile(ca.Regex(REGEX), vocab).checker()
+    result = generate(model, vocab, [[vocab.eos_id]] * 2, [forced, free], argmax(), max_len=30)
+    assert all(g.complete for g in result.sequences)
+    assert all(on_device for _, on_device in seen)
+    assert {rows for rows, _ in seen} == {1, 2}  # (one row's mask alone, and both)
+
+
 class Drafting:
     """A checker that proposes drafts from a script, delegating the rest."""
 
