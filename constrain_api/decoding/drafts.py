@@ -21,12 +21,15 @@ but on a CPU each judged position costs a full-vocabulary mask, argmax and
 softmax. So by default (``policy="measured"``) a pass carries its drafts
 only when the expected advance (from each row's acceptance so far) beats
 the expected cost (a line fitted to the loop's own pass times against the
-tokens fed, kept per model across calls): :class:`DraftCost`."""
+tokens fed, kept per model across calls): :class:`DraftCost`. While drafts
+of the rows' lengths would not pay, rows only guess (a draft proposed only
+to be held back would tell no more than its first token): every pass while
+only the cost holds drafts back, after one pass in :data:`GUESS_EVERY` while
+they could not advance the batch."""
 
 from __future__ import annotations
 
 import contextlib
-import statistics
 import weakref
 from collections import deque
 
@@ -50,9 +53,14 @@ class Drafts:
             raise ValueError(f"draft policy must be one of {sorted(POLICIES)}, got {policy!r}")
         self.speculative, self.max_len, self.eos = speculative, max_len, eos
         self.cost = cost_of(model) if policy == "measured" and speculative else None
-        #: whether rows propose drafts (else only guesses): not while even
-        #: drafts of the rows' budgets could not advance the batch enough
+        #: whether rows propose drafts (else only guesses): not while drafts
+        #: of the rows' budgets would not pay (:meth:`DraftCost.drafts_pay`);
+        #: weighed each pass while drafting, else once guesses were judged
         self.drafting = True
+        #: whether such drafts would advance the batch enough (only their
+        #: cost holds them back): rows then guess every pass
+        self.advancing = True
+        self.judged = False  # (a guess was judged since drafts were last weighed)
         self.passes = 0  # (passes of this call so far: hold_back counts them)
 
     def start(self, row: Row, constraint: object = None) -> None:
@@ -81,14 +89,16 @@ class Drafts:
     def propose(self, row: Row) -> None:
         """Set ``row.draft`` to what its checker proposes and would accept,
         at most ``row.budget`` tokens; a row whose budget is 0 only guesses
-        (``row.guess``), and while drafts could not pay (``drafting``) every
-        row guesses after one pass in :data:`GUESS_EVERY`."""
+        (``row.guess``). While drafts would not pay (``drafting``) every row
+        only guesses: each pass while only the cost holds drafts back (a
+        held-back draft would tell no more than its first token), after one
+        pass in :data:`GUESS_EVERY` while they could not advance the batch."""
         room = self.max_len - len(row.tokens) - 1
         propose = getattr(row.checker, "propose", None)
         if not self.speculative or room <= 0 or propose is None:
             return
-        if not self.drafting:  # a guess now and then keeps the row's record moving
-            if self.passes % GUESS_EVERY == 0:
+        if not self.drafting:  # guesses keep the row's record moving
+            if self.advancing or self.passes % GUESS_EVERY == 0:
                 guess = propose(1)
                 row.guess = int(guess[0]) if guess else None
             return
@@ -133,12 +143,17 @@ class Drafts:
         (padding) and add positions to judge. A row whose draft is dropped
         keeps its budget, its first token is compared with the pick as a
         guess, and it proposes again after the pick: a draft, or only a
-        guess while even drafts of the rows' budgets could not pay
-        (``drafting``)."""
+        guess now and then while drafts of the rows' budgets would not pay
+        (``drafting``, by the expected advance and the measured cost: a
+        row whose drafts would be held back does not propose a full draft
+        each step only to drop it)."""
         self.passes += 1
-        if self.cost is not None:
+        if self.cost is not None and (self.drafting or self.judged):
             budgets = [max(row.budget, len(row.draft)) for row in rows]
-            self.drafting = expected_advance(rows, budgets) >= self.cost.margin
+            advance = expected_advance(rows, budgets)
+            self.advancing = advance >= self.cost.margin
+            self.drafting = self.cost.drafts_pay(rows, budgets, advance)
+            self.judged = False
         if not any(row.draft for row in rows):
             return
         if all(row.draft for row in rows) and (self.cost is None or self.cost.drafts_pay(rows)):
@@ -154,8 +169,7 @@ class Drafts:
         if self.cost is not None and self.passes > 1:
             self.cost.add(drafted, fed, seconds)
 
-    @staticmethod
-    def observe(row: Row, pick: int) -> None:
+    def observe(self, row: Row, pick: int) -> None:
         """The pick after a step without a draft: the guess (or the first
         token of a draft held back) counts as right or wrong, and a right
         one makes a row that drafted nothing draft one token again."""
@@ -165,6 +179,7 @@ class Drafts:
             row.tries = DECAY * row.tries + 1
             if right:
                 row.budget = max(row.budget, 1)
+            self.judged = True
         row.guess = None
 
 
@@ -229,27 +244,44 @@ def expected_advance(rows: list[Row], lengths: list[int] | None = None) -> float
 class _Passes:
     """One kind of pass's last ``keep`` times and tokens fed: their medians
     (a pass slowed by something else, the scheduler or a collection, does
-    not move them), and when it was last measured."""
+    not move them; computed when read, as a pass is added every step but
+    the medians are read only while drafts are weighed), and when it was
+    last measured."""
 
     def __init__(self, keep: int):
-        self.recent: deque[tuple[int, float]] = deque(maxlen=keep)
+        self.fed: deque[int] = deque(maxlen=keep)
+        self.seconds: deque[float] = deque(maxlen=keep)
         self.count = 0
         self.last = 0  # the pass that last added to it
-        self.fed = self.seconds = 0.0
+        self._medians: tuple[float, float] | None = (0.0, 0.0)
 
     def add(self, fed: int, seconds: float, now: int) -> None:
-        self.recent.append((fed, seconds))
+        self.fed.append(fed)
+        self.seconds.append(seconds)
         self.count += 1
         self.last = now
-        recent = list(self.recent)  # (one step: calls on one model may run in threads)
-        self.fed = statistics.median(f for f, _ in recent)
-        self.seconds = statistics.median(t for _, t in recent)
+        self._medians = None
+
+    def medians(self) -> tuple[float, float]:
+        """The median tokens fed and seconds of the recent passes."""
+        medians = self._medians
+        if medians is None:
+            medians = self._medians = (_median(self.fed), _median(self.seconds))
+        return medians
 
     def stale(self, now: int, max_age: int) -> bool:
         """Never measured, or not for a while: ``16 *`` its count of
         measurements, at most ``max_age`` (a choice made on few passes is
         revisited sooner)."""
         return self.count == 0 or now - self.last > min(16 * self.count, max_age)
+
+
+def _median(values) -> float:
+    """The median of ``values`` (``statistics.median``, without its checks:
+    it is taken once a pass)."""
+    ordered = sorted(values)
+    half = len(ordered) // 2
+    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
 
 
 #: a choice within this factor of the other is re-measured (:class:`DraftCost`)
@@ -275,15 +307,22 @@ class DraftCost:
         self.margin, self.max_age = margin, max_age
         self.passes = 0
 
-    def drafts_pay(self, rows: list[Row]) -> bool:
-        """Whether this pass (every row has a draft) should carry them."""
-        advance = expected_advance(rows)
+    def drafts_pay(
+        self, rows: list[Row], lengths: list[int] | None = None, advance: float | None = None
+    ) -> bool:
+        """Whether this pass (every row has a draft) should carry them; with
+        ``lengths``, whether drafts of that many tokens a row would (their
+        :func:`expected_advance`, when known: ``advance``)."""
+        if lengths is None:
+            lengths = [len(row.draft) for row in rows]
+        if advance is None:
+            advance = expected_advance(rows, lengths)
         if advance < self.margin:
             return False
         if self.drafted.count == 0:
             return True
         fed = sum(len(row.pending) for row in rows)
-        wider = fed + sum(len(row.draft) for row in rows)
+        wider = fed + sum(lengths)
         if self.plain.count == 0:  # unless drafts pay even if cost grew with width
             return advance >= self.margin * wider / fed  # (else: measure a plain pass)
         gain = advance / (self.margin * self.cost(wider) / self.cost(fed))
@@ -297,9 +336,9 @@ class DraftCost:
     def cost(self, fed: float) -> float:
         """Predicted seconds of a pass feeding ``fed`` tokens (not below the
         plain passes' median: a wider pass is never cheaper)."""
-        p, d = self.plain, self.drafted
-        slope = (d.seconds - p.seconds) / (d.fed - p.fed) if d.fed > p.fed else 0.0
-        return max(p.seconds + max(slope, 0.0) * (fed - p.fed), p.seconds, 1e-9)
+        (p_fed, p_seconds), (d_fed, d_seconds) = self.plain.medians(), self.drafted.medians()
+        slope = (d_seconds - p_seconds) / (d_fed - p_fed) if d_fed > p_fed else 0.0
+        return max(p_seconds + max(slope, 0.0) * (fed - p_fed), p_seconds, 1e-9)
 
     def add(self, drafted: bool, fed: int, seconds: float) -> None:
         self.passes += 1

@@ -649,6 +649,54 @@ def test_measured_drafts_are_fed_only_while_they_pay(vocab, pays):
         assert again.totals()["forward_passes"] >= len(target) - 8
 
 
+class Counting(Drafting):
+    """A drafting checker that logs the ``max_tokens`` of each ``propose``."""
+
+    def __init__(self, inner, script, calls: list[int]):
+        super().__init__(inner, script)
+        self.calls = calls
+
+    def propose(self, max_tokens):
+        self.calls.append(max_tokens)
+        return super().propose(max_tokens)
+
+    def fork(self):
+        twin = Counting(self.inner.fork(), self.script, self.calls)
+        twin.consumed = list(self.consumed)
+        return twin
+
+
+def test_rows_whose_drafts_would_not_pay_only_guess(vocab):
+    """Drafts that are always right, on a model whose pass costs 25 times
+    more with a draft of four than without: once the cost is measured (a
+    first call), a row does not propose a full draft each step only for it
+    to be held back; it guesses one token a pass (all a held-back draft
+    would tell), and proposes a full draft again only for a drafted pass
+    re-measured now and then. Same output."""
+    target = vocab.encode("a") * 24
+    compiled = ca.get("naive").compile(ca.Regex("[ab]{24}"), vocab)
+    lm = ScriptedLM([*target, vocab.eos_id], width=vocab.size, eos_id=vocab.eos_id,
+                    prompt_length=1)  # fmt: skip
+    paced = PacedLM(lm, 0.002, 0.02)
+    calls: list[int] = []
+
+    def run():
+        calls.clear()
+        checker = Counting(compiled.checker(), target, calls)
+        return generate(paced, vocab, [[vocab.eos_id]], [checker], argmax(), speculative=4,
+                        forced=False)  # fmt: skip
+
+    run()
+    again = run()
+    assert _tokens(again) == [target]
+    passes = again.totals()["forward_passes"]
+    drafted = sum(1 for s in again.steps if s.drafted)
+    assert passes >= len(target) - 8  # decoded without drafts but for a few
+    full = sum(1 for n in calls if n > 1)
+    assert full <= 2 * drafted + 2  # a full draft only around a drafted pass
+    assert len(calls) <= passes + 1  # one proposal a pass at most
+
+
 class MaskRecorder(PacedLM):
     """Records, per forward pass, the cache slots and whether every one is
     attended; ``drop``: whether it offers ``drop_slots`` (the inner model's)."""
@@ -765,19 +813,11 @@ def test_rows_guess_now_and_then_while_drafts_could_not_pay(vocab):
     compiled = ca.get("naive").compile(ca.Regex("[ab]{16}"), vocab)
     calls: list[int] = []
 
-    class Counting(Drafting):
-        def propose(self, max_tokens):
-            calls.append(max_tokens)
-            return super().propose(max_tokens)
-
-        def fork(self):
-            return Counting(self.inner.fork(), self.script)
-
     def run(policy):
         calls.clear()
         lm = ScriptedLM([*target, vocab.eos_id], width=vocab.size, eos_id=vocab.eos_id,
                         prompt_length=1)  # fmt: skip
-        checker = Counting(compiled.checker(), vocab.encode("b") * 16)
+        checker = Counting(compiled.checker(), vocab.encode("b") * 16, calls)
         result = generate(lm, vocab, [[vocab.eos_id]] * 16, [checker] * 16, argmax(),
                           speculative=4, draft_policy=policy, forced=False)  # fmt: skip
         return result, len(calls)
