@@ -6,7 +6,8 @@ One iteration, for all live sequences ("rows") in lockstep:
    pick, a chain of forced tokens, or a speculative draft) in one forward pass
    (on a GPU it is queued, and the next step runs while it computes);
 2. give the checkers the last step's picks (a row that ends, a beam or a
-   drafting row took its pick at once), fill the packed bitmask rows on
+   drafting row took its pick at once; a row that only guesses guesses
+   now), fill the packed bitmask rows on
    the CPU (``Compiled.fill_masks``), find
    rows that are finished (only EOS allowed), dead (nothing allowed) or
    forced (exactly one token allowed: appended without a choice, chained

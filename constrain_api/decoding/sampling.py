@@ -12,6 +12,7 @@ import torch
 from ..masks import apply_bitmask_
 from .batch import Row
 from .decoders import apply_penalties_, best_ids, gumbel_rows, shape
+from .drafts import Drafts
 from .masking import NOTHING, SEVERAL, fill_positions, sole_tokens
 from .results import StepRecord
 
@@ -35,7 +36,7 @@ class SampleStep:
         bitmask = None
         forced_at: dict[int, int] = {}  # position -> the first token a chain forced there
         if loop.constrained:
-            _catch_up(rows, rec)
+            _catch_up(rows, rec, loop.drafts if loop.speculative else None)
         if loop.constrained and not loop.opportunistic:
             bitmask = loop.buffer.rows(len(where))
             fill_positions(rows, loop.compiled, bitmask, rec)
@@ -238,10 +239,14 @@ class SampleStep:
             new = [*draft[:accepted], token]
             ended = token in loop.eos
             goes_on = not ended and len(row.tokens) + len(new) < loop.max_len
+            # a row that goes on gives the checker its tokens once the next
+            # pass is queued, and guesses then; its end, or its next draft
+            # (fed in that pass), reads the checker now
+            behind = goes_on and not (loop.speculative and loop.drafts.drafting)
             if row.checker is not None:
-                if goes_on and not loop.speculative:
-                    row.behind = new  # (given to the checker once the next pass is queued)
-                else:  # (the row's end, or its next draft, reads the checker now)
+                if behind:
+                    row.behind = new
+                else:
                     row.checker.update(new)
             row.tokens.extend(new[:-1] if ended else new)
             loop.batch.count(i, new)
@@ -251,20 +256,26 @@ class SampleStep:
                 loop.finish(row, "max_len")
             else:
                 row.pending = [token]
-                loop.drafts.propose(row)
+                if not row.behind:
+                    loop.drafts.propose(row)
         rec.update += time.perf_counter() - t0
 
 
-def _catch_up(rows: list[Row], rec: StepRecord) -> None:
-    """Give each row's checker the tokens picked last step (``row.behind``).
+def _catch_up(rows: list[Row], rec: StepRecord, drafts: Drafts | None = None) -> None:
+    """Give each row's checker the tokens picked last step (``row.behind``),
+    and, with ``drafts`` that do not draft now, let it guess the next one.
     The step calls this after the forward pass is queued: the pass needs
     only the tokens, so on a GPU the checkers advance while it computes,
-    with the masks, rather than between the pick and the next pass."""
+    with the masks, rather than between the pick and the next pass. (A
+    guess is never fed; a draft would be, so none is proposed here.)"""
     t0 = time.perf_counter()
+    guessing = drafts is not None and not drafts.drafting
     for row in rows:
         if row.behind:
             row.checker.update(row.behind)
             row.behind = []
+            if guessing:
+                drafts.propose(row)
     rec.update += time.perf_counter() - t0
 
 

@@ -471,6 +471,52 @@ class Drafting:
         return getattr(self.inner, name)
 
 
+class LoggedDrafting(Logged):
+    """A :class:`Logged` checker that also logs each ``propose``."""
+
+    def propose(self, max_tokens):
+        self.log.append(("propose", self.name, max_tokens))
+        return self.inner.propose(max_tokens)
+
+    def fork(self):
+        return LoggedDrafting(self.inner.fork(), self.log, object())
+
+
+def test_rows_that_only_guess_take_their_picks_after_the_next_pass_is_queued(vocab):
+    """Drafts that are always right on a model whose wider pass costs too
+    much (measured by a first call): the row only guesses, and a guess is
+    never fed, so the row gives its checker each pick once the next pass is
+    queued and guesses then, before that pass's masks (on a GPU, while the
+    pass computes), as a row without drafts does. Where the drafts are fed
+    (``draft_policy="always"``) the row takes its picks at once: its next
+    draft is read from the checker. Same output either way."""
+    target = vocab.encode("a") * 24
+    compiled = ca.get("naive").compile(ca.Regex("[ab]{24}"), vocab)
+    lm = ScriptedLM([*target, vocab.eos_id], width=vocab.size, eos_id=vocab.eos_id,
+                    prompt_length=1)  # fmt: skip
+    paced = PacedLM(lm, 0.002, 0.02)
+
+    def run(policy):
+        log: list = []
+        checker = LoggedDrafting(Drafting(compiled.checker(), target), log)
+        result = generate(Logged(paced, log), vocab, [[vocab.eos_id]], [checker], argmax(),
+                          forced=False, speculative=4, draft_policy=policy)  # fmt: skip
+        assert _tokens(result) == [target]
+        passes = [i for i, event in enumerate(log) if event[0] == "forward"]
+        shadowed = 0  # passes whose first events are an update, a guess, the fill
+        for start in passes:
+            first = log[start + 1 : start + 4]
+            if [event[0] for event in first] == ["update", "propose", "fill"]:
+                shadowed += first[1][2] == 1
+        return result, shadowed
+
+    run("measured")  # (what a wider pass costs this model)
+    guessing, shadowed = run("measured")
+    assert shadowed >= guessing.totals()["forward_passes"] - 4
+    drafting, shadowed = run("always")
+    assert drafting.totals()["accepted"] > 0 and shadowed == 0
+
+
 @pytest.mark.parametrize("good", [True, False], ids=["right-drafts", "wrong-drafts"])
 def test_speculative_drafts_verify_to_the_same_output(vocab, model, compiled, good):
     base = compiled["json_schema"]
