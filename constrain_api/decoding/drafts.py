@@ -55,7 +55,8 @@ class Drafts:
         self.cost = cost_of(model) if policy == "measured" and speculative else None
         #: whether rows propose drafts (else only guesses): not while drafts
         #: of the rows' budgets would not pay (:meth:`DraftCost.drafts_pay`);
-        #: weighed each pass while drafting, else once guesses were judged
+        #: weighed each pass while drafting, else after one pass in
+        #: :data:`GUESS_EVERY` once guesses were judged
         self.drafting = True
         #: whether such drafts would advance the batch enough (only their
         #: cost holds them back): rows then guess every pass
@@ -148,7 +149,8 @@ class Drafts:
         row whose drafts would be held back does not propose a full draft
         each step only to drop it)."""
         self.passes += 1
-        if self.cost is not None and (self.drafting or self.judged):
+        weigh = self.drafting or (self.judged and self.passes % GUESS_EVERY == 0)
+        if self.cost is not None and weigh:
             budgets = [max(row.budget, len(row.draft)) for row in rows]
             advance = expected_advance(rows, budgets)
             self.advancing = advance >= self.cost.margin
