@@ -144,10 +144,8 @@ class Drafts:
         (padding) and add positions to judge. A row whose draft is dropped
         keeps its budget, its first token is compared with the pick as a
         guess, and it proposes again after the pick: a draft, or only a
-        guess now and then while drafts of the rows' budgets would not pay
-        (``drafting``, by the expected advance and the measured cost: a
-        row whose drafts would be held back does not propose a full draft
-        each step only to drop it)."""
+        guess while drafts of the rows' budgets would not pay (``drafting``,
+        by the expected advance and the measured cost; see :meth:`propose`)."""
         self.passes += 1
         weigh = self.drafting or (self.judged and self.passes % GUESS_EVERY == 0)
         if self.cost is not None and weigh:

@@ -36,7 +36,7 @@ class SampleStep:
         bitmask = None
         forced_at: dict[int, int] = {}  # position -> the first token a chain forced there
         if loop.constrained:
-            _catch_up(rows, rec, loop.drafts if loop.speculative else None)
+            _catch_up(rows, rec, loop.drafts)
         if loop.constrained and not loop.opportunistic:
             bitmask = loop.buffer.rows(len(where))
             fill_positions(rows, loop.compiled, bitmask, rec)
@@ -256,20 +256,21 @@ class SampleStep:
                 loop.finish(row, "max_len")
             else:
                 row.pending = [token]
-                if not row.behind:
+                if not behind:  # (a row behind guesses once it caught up)
                     loop.drafts.propose(row)
         rec.update += time.perf_counter() - t0
 
 
-def _catch_up(rows: list[Row], rec: StepRecord, drafts: Drafts | None = None) -> None:
+def _catch_up(rows: list[Row], rec: StepRecord, drafts: Drafts) -> None:
     """Give each row's checker the tokens picked last step (``row.behind``),
-    and, with ``drafts`` that do not draft now, let it guess the next one.
+    and, while ``drafts`` do not draft (a speculative call), let it guess
+    the next one.
     The step calls this after the forward pass is queued: the pass needs
     only the tokens, so on a GPU the checkers advance while it computes,
     with the masks, rather than between the pick and the next pass. (A
     guess is never fed; a draft would be, so none is proposed here.)"""
     t0 = time.perf_counter()
-    guessing = drafts is not None and not drafts.drafting
+    guessing = not drafts.drafting  # (always drafting without speculation)
     for row in rows:
         if row.behind:
             row.checker.update(row.behind)
