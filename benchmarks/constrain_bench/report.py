@@ -323,14 +323,32 @@ def _loop_batch(base: dict, entries: list[dict], skipped: list[dict]) -> list[st
         "",
         f"Random weights, {what}, on {info.get('device', 'cpu')}; {batch} sequence"
         f"{'s' if batch > 1 else ''}, {decoder}, 48 tokens at most; unconstrained: "
-        f"{unconstrained:,.0f} tokens/s. Each round runs the loop unconstrained then "
-        "constrained on the same prompts; the ratio is the median of the rounds' ratios "
+        f"{unconstrained:,.0f} tokens/s. Each round runs the loop unconstrained and "
+        "constrained on the same prompts, back to back, which first alternating from round "
+        f"to round ({_rounds(entries)}); the ratio is the median of the rounds' ratios "
         "(their range after the comma), the backend's cost on this model. *skipped (…)*: the "
         "loop's masks alone, projected from the first masks along the workload's document, "
         "would exceed the budget (`$CONSTRAIN_BENCH_LOOP_BUDGET_S`, 120 s by default).",
         "",
         *_table(["workload", *[f"`{b}`" for b in backends]], rows),
     ]
+
+
+def _rounds(entries: list[dict]) -> str:
+    """How many rounds the entries ran (``"4 rounds"``, a range where they
+    differ; runs before it was recorded: ``"rounds not recorded"``)."""
+    counts = sorted({b["extra_info"]["rounds"] for b in entries if "rounds" in b["extra_info"]})
+    if not counts:
+        return "rounds not recorded"
+    low, high = counts[0], counts[-1]
+    return f"{low}–{high} rounds" if low != high else f"{low} round{'s' if low > 1 else ''}"
+
+
+def _spread(info: dict) -> str:
+    """The middle half of a speculative case's ratios (runs before they
+    were recorded: the range)."""
+    low, high = info.get("speedup_quartiles") or (info["speedup_min"], info["speedup_max"])
+    return f"{low:.2f}–{high:.2f}"
 
 
 def _speculative_table(results: Results, vocab: str) -> list[str]:
@@ -350,9 +368,9 @@ def _speculative_table(results: Results, vocab: str) -> list[str]:
                 f"`{params['workload']}`",
                 f"`{params['backend']}`",
                 f"{e['plain_tokens_per_s']:,.0f} → {e['tokens_per_s']:,.0f}",
-                f"{e['speedup']:.2f}× ({e['speedup_min']:.2f}–{e['speedup_max']:.2f})",
-                f"{e['drafted']:,} / {e['accepted']:,}",
-                f"{e['plain_passes']:,} → {e['passes']:,}",
+                f"{e['speedup']:.2f}× ({_spread(e)})",
+                f"{e['drafted']:,g} / {e['accepted']:,g}",
+                f"{e['plain_passes']:,g} → {e['passes']:,g}",
             ]
         )
     for r in skipped:
@@ -368,8 +386,9 @@ def _speculative_table(results: Results, vocab: str) -> list[str]:
         "their expected advance beats the pass's measured cost, docs/decoding.md), "
         "verified in one forward pass: under argmax the output is the same token "
         "for token (the benchmark checks it). Each round runs the constrained loop without "
-        "drafts then with them; the speed-up is the median of the rounds' ratios (their "
-        "range in parentheses): below 1, drafts cost more than they save.",
+        "drafts and with them, back to back, which first alternating from round to round "
+        f"({_rounds(entries)}); the speed-up is the median of the rounds' ratios (in "
+        "parentheses, the middle half of them): below 1, drafts cost more than they save.",
         "",
         *_table(
             [

@@ -152,6 +152,18 @@ def loop_budget_s() -> float:
     return float(os.environ.get("CONSTRAIN_BENCH_LOOP_BUDGET_S", "120"))
 
 
+def loop_rounds(default: int) -> int:
+    """``$CONSTRAIN_BENCH_LOOP_ROUNDS``, else ``default``: the rounds of the
+    end-to-end stage (pairs of loops; the speculative stage runs twice as
+    many). ``ValueError`` unless a positive whole number."""
+    text = os.environ.get("CONSTRAIN_BENCH_LOOP_ROUNDS", "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"CONSTRAIN_BENCH_LOOP_ROUNDS must be a positive integer, got {text!r}")
+    return int(text)
+
+
 def quick() -> bool:
     """Whether ``$CONSTRAIN_BENCH_QUICK`` asks for the short run."""
     return os.environ.get("CONSTRAIN_BENCH_QUICK", "") not in ("", "0")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 from constrain_bench import cli, report
@@ -37,6 +38,7 @@ def test_quick_run_writes_a_report_with_every_selected_backend(tmp_path):
     assert info["ratio_min"] <= info["ratio"] <= info["ratio_max"]
     assert info["per_pass_s"]["forward"] > 0 and info["share"] > 0
     assert info["model"] == "tiny" and info["device"] in ("cpu", "cuda:0")
+    assert info["rounds"] == 1 and "(1 round);" in text
     assert "test_compile[small-naive-domino-json]" in names
     assert "test_compile[small-fsm-domino-json]" in names
     steps = next(b for b in bench["benchmarks"] if b["name"].startswith("test_mask_step[small-fsm"))
@@ -125,6 +127,51 @@ def test_durations_in_skip_reasons_are_written_out():
     ]
 
 
+def test_pairs_are_run_in_alternating_order():
+    """Each round's two loops run back to back, the second first in every
+    other round (what a run leaves behind favours neither); the pairs come
+    back as (first's, second's) whatever ran first."""
+    from constrain_bench.bench_compare import _alternating
+
+    calls = []
+
+    def runner(name):
+        def run():
+            calls.append(name)
+            return f"{name}{len(calls)}"
+
+        return run
+
+    pairs = _alternating(runner("a"), runner("b"), 4)
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert pairs == [("a1", "b2"), ("a4", "b3"), ("a5", "b6"), ("a8", "b7")]
+    calls.clear()
+    assert len(_alternating(runner("a"), runner("b"), 3)) == 3  # no time: the rounds asked
+    calls.clear()
+    slow = runner("s")
+
+    def sleepy():
+        time.sleep(0.002)
+        return slow()
+
+    pairs = _alternating(sleepy, runner("b"), 1, seconds=0.05)  # then two rounds at a time
+    assert len(pairs) >= 5 and len(pairs) % 2 == 1
+    assert calls[:6] == ["s", "b", "b", "s", "s", "b"]
+
+
+def test_loop_rounds_come_from_the_environment(monkeypatch):
+    from constrain_bench import workloads
+
+    monkeypatch.delenv("CONSTRAIN_BENCH_LOOP_ROUNDS", raising=False)
+    assert workloads.loop_rounds(4) == 4
+    monkeypatch.setenv("CONSTRAIN_BENCH_LOOP_ROUNDS", "2")
+    assert workloads.loop_rounds(4) == 2
+    for bad in ("0", "-1", "two", "1.5"):
+        monkeypatch.setenv("CONSTRAIN_BENCH_LOOP_ROUNDS", bad)
+        with pytest.raises(ValueError, match="CONSTRAIN_BENCH_LOOP_ROUNDS"):
+            workloads.loop_rounds(4)
+
+
 def test_speculative_drafts_are_measured_against_the_loop_without(tmp_path):
     """``test_loop_speculative``: backends with the ``propose`` feature run
     the loop without drafts then with them; the speed-up is the ratio of the
@@ -141,10 +188,13 @@ def test_speculative_drafts_are_measured_against_the_loop_without(tmp_path):
     }
     for entry in entries.values():
         e = entry["extra_info"]
-        assert e["speedup_min"] <= e["speedup"] <= e["speedup_max"]
+        q1, q3 = e["speedup_quartiles"]
+        assert e["speedup_min"] <= q1 <= e["speedup"] <= q3 <= e["speedup_max"]
         assert 0 < e["accepted"] <= e["drafted"]  # the object's keys are drafted and kept
         assert e["passes"] < e["plain_passes"]  # accepted drafts save forward passes
+        assert e["rounds"] == 2  # twice the loop stage's (quick: 1), one in each order
     text = (out / "REPORT.md").read_text()
+    assert "alternating from round to round (2 rounds)" in text
     assert "## Vocabulary `small`" in text and "### Time to first mask" not in text
     assert "### Speculative drafts" in text
     rows = [line for line in text.splitlines() if line.startswith(("| 1 | `koo", "| 4 | `koo"))]
