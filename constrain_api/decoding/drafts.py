@@ -24,8 +24,9 @@ the expected cost (a line fitted to the loop's own pass times against the
 tokens fed, kept per model across calls): :class:`DraftCost`. While drafts
 of the rows' lengths would not pay, rows only guess (a draft proposed only
 to be held back would tell no more than its first token): every pass while
-only the cost holds drafts back, after one pass in :data:`GUESS_EVERY` while
-they could not advance the batch."""
+drafts come near paying (within a factor :data:`CLOSE`), after one pass in
+:data:`GUESS_EVERY` while they are far from it (their advance too small, or
+a wider pass too dear on this model and device)."""
 
 from __future__ import annotations
 
@@ -54,13 +55,13 @@ class Drafts:
         self.speculative, self.max_len, self.eos = speculative, max_len, eos
         self.cost = cost_of(model) if policy == "measured" and speculative else None
         #: whether rows propose drafts (else only guesses): not while drafts
-        #: of the rows' budgets would not pay (:meth:`DraftCost.drafts_pay`);
+        #: of the rows' budgets would not pay (:meth:`DraftCost.gain`);
         #: weighed each pass while drafting, else after one pass in
         #: :data:`GUESS_EVERY` once guesses were judged
         self.drafting = True
-        #: whether such drafts would advance the batch enough (only their
-        #: cost holds them back): rows then guess every pass
-        self.advancing = True
+        #: whether such drafts come near paying (within a factor :data:`CLOSE`
+        #: of it): rows then guess every pass, so their record soon shows it
+        self.near = True
         self.judged = False  # (a guess was judged since drafts were last weighed)
         self.passes = 0  # (passes of this call so far: hold_back counts them)
 
@@ -91,15 +92,14 @@ class Drafts:
         """Set ``row.draft`` to what its checker proposes and would accept,
         at most ``row.budget`` tokens; a row whose budget is 0 only guesses
         (``row.guess``). While drafts would not pay (``drafting``) every row
-        only guesses: each pass while only the cost holds drafts back (a
-        held-back draft would tell no more than its first token), after one
-        pass in :data:`GUESS_EVERY` while they could not advance the batch."""
+        only guesses: each pass while drafts come near paying (``near``),
+        after one pass in :data:`GUESS_EVERY` while they are far from it."""
         room = self.max_len - len(row.tokens) - 1
         propose = getattr(row.checker, "propose", None)
         if not self.speculative or room <= 0 or propose is None:
             return
         if not self.drafting:  # guesses keep the row's record moving
-            if self.advancing or self.passes % GUESS_EVERY == 0:
+            if self.near or self.passes % GUESS_EVERY == 0:
                 guess = propose(1)
                 row.guess = int(guess[0]) if guess else None
             return
@@ -150,9 +150,9 @@ class Drafts:
         weigh = self.drafting or (self.judged and self.passes % GUESS_EVERY == 0)
         if self.cost is not None and weigh:
             budgets = [max(row.budget, len(row.draft)) for row in rows]
-            advance = expected_advance(rows, budgets)
-            self.advancing = advance >= self.cost.margin
-            self.drafting = self.cost.drafts_pay(rows, budgets, advance)
+            gain = self.cost.gain(rows, budgets)
+            self.near = gain >= 1 / CLOSE
+            self.drafting = self.cost.pays(gain)
             self.judged = False
         if not any(row.draft for row in rows):
             return
@@ -307,27 +307,39 @@ class DraftCost:
         self.margin, self.max_age = margin, max_age
         self.passes = 0
 
-    def drafts_pay(
-        self, rows: list[Row], lengths: list[int] | None = None, advance: float | None = None
-    ) -> bool:
-        """Whether this pass (every row has a draft) should carry them; with
-        ``lengths``, whether drafts of that many tokens a row would (their
-        :func:`expected_advance`, when known: ``advance``)."""
+    def drafts_pay(self, rows: list[Row]) -> bool:
+        """Whether this pass (every row has a draft) should carry them."""
+        return self.pays(self.gain(rows))
+
+    def gain(self, rows: list[Row], lengths: list[int] | None = None) -> float:
+        """The expected advance of the rows' drafts (of ``lengths`` tokens a
+        row; by default their drafts) over ``margin`` times the cost ratio
+        of the wider pass: drafts pay from 1. 0 for an advance under
+        ``margin``; before a drafted pass was measured the ratio counts as
+        1 (drafts are tried first), before a plain one as the tokens fed
+        (unless drafts pay even if cost grew with width, a plain pass is
+        measured)."""
         if lengths is None:
             lengths = [len(row.draft) for row in rows]
-        if advance is None:
-            advance = expected_advance(rows, lengths)
+        advance = expected_advance(rows, lengths)
         if advance < self.margin:
-            return False
-        if self.drafted.count == 0:
-            return True
+            return 0.0
         fed = sum(len(row.pending) for row in rows)
         wider = fed + sum(lengths)
-        if self.plain.count == 0:  # unless drafts pay even if cost grew with width
-            return advance >= self.margin * wider / fed  # (else: measure a plain pass)
-        gain = advance / (self.margin * self.cost(wider) / self.cost(fed))
+        if self.drafted.count == 0:
+            ratio = 1.0
+        elif self.plain.count == 0:
+            ratio = wider / fed
+        else:
+            ratio = self.cost(wider) / self.cost(fed)
+        return advance / (self.margin * ratio)
+
+    def pays(self, gain: float) -> bool:
+        """Whether drafts of this :meth:`gain` are fed: from 1, except that
+        in a close call the kind not chosen is measured again once stale."""
         choice = gain >= 1.0
-        if 1 / CLOSE <= gain <= CLOSE:  # a close call: re-measure the other kind when stale
+        measured = self.drafted.count and self.plain.count
+        if measured and 1 / CLOSE <= gain <= CLOSE:
             other = self.plain if choice else self.drafted
             if other.stale(self.passes, self.max_age):
                 return not choice

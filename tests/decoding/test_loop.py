@@ -503,17 +503,18 @@ def test_rows_that_only_guess_take_their_picks_after_the_next_pass_is_queued(voc
                           forced=False, speculative=4, draft_policy=policy)  # fmt: skip
         assert _tokens(result) == [target]
         passes = [i for i, event in enumerate(log) if event[0] == "forward"]
-        shadowed = 0  # passes whose first events are an update, a guess, the fill
+        shadowed = guessed = 0  # passes whose first events are an update, (a guess,) the fill
         for start in passes:
-            first = log[start + 1 : start + 4]
-            if [event[0] for event in first] == ["update", "propose", "fill"]:
-                shadowed += first[1][2] == 1
-        return result, shadowed
+            first = [event[0] for event in log[start + 1 : start + 4]]
+            guess = first[:3] == ["update", "propose", "fill"] and log[start + 2][2] == 1
+            shadowed += guess or first[:2] == ["update", "fill"]
+            guessed += guess
+        return result, shadowed, guessed
 
     run("measured")  # (what a wider pass costs this model)
-    guessing, shadowed = run("measured")
-    assert shadowed >= guessing.totals()["forward_passes"] - 4
-    drafting, shadowed = run("always")
+    guessing, shadowed, guessed = run("measured")
+    assert shadowed >= guessing.totals()["forward_passes"] - 4 and guessed >= 3
+    drafting, shadowed, _ = run("always")
     assert drafting.totals()["accepted"] > 0 and shadowed == 0
 
 
@@ -741,6 +742,51 @@ def test_rows_whose_drafts_would_not_pay_only_guess(vocab):
     full = sum(1 for n in calls if n > 1)
     assert full <= 2 * drafted + 2  # a full draft only around a drafted pass
     assert len(calls) <= passes + 1  # one proposal a pass at most
+
+
+class _Guessing:
+    """A checker stand-in that proposes token 7 and counts ``propose(1)``."""
+
+    def __init__(self):
+        self.guesses = 0
+
+    def propose(self, max_tokens):
+        self.guesses += max_tokens == 1
+        return [7] * max_tokens
+
+    def validate(self, draft):
+        return len(draft)
+
+
+@pytest.mark.parametrize("drafted_pass_s", [2.5, 10.0], ids=["near-paying", "far-from-it"])
+def test_rows_guess_each_pass_only_while_drafts_come_near_paying(drafted_pass_s):
+    """A row right about half the time (drafts of four would advance 1.9
+    tokens a pass) on a model whose drafted pass (five tokens) costs 2.5 or
+    10 plain ones: drafts do not pay either way. Near paying (within a factor
+    ``CLOSE``), the row guesses each pass, so its record soon shows when they
+    would; far from it, one pass in ``GUESS_EVERY``: a guess a pass would cost
+    a ``propose`` each step for a record that could not tip the choice."""
+    from constrain_api.decoding.drafts import CLOSE, GUESS_EVERY
+
+    class Model:  # (what the pass costs is kept per model)
+        pass
+
+    model, passes = Model(), 40
+    drafts = Drafts(4, 1_000, frozenset(), "measured", model)
+    drafts.cost.add(False, 1, 1.0)
+    drafts.cost.add(True, 5, drafted_pass_s)
+    row = Row(0, 0, _Guessing(), [1])
+    drafts.start(row)
+    for n in range(passes):
+        drafts.hold_back([row])
+        assert not drafts.drafting and not row.draft
+        drafts.observe(row, 7 if n % 2 else 8)  # (a guess, right every other pass)
+        drafts.propose(row)
+    gain = drafts.cost.gain([row], [4])
+    near = gain >= 1 / CLOSE
+    assert near == (drafted_pass_s < 5) and gain < 1
+    expected = passes if near else passes // GUESS_EVERY
+    assert abs(row.checker.guesses - expected) <= 1
 
 
 class MaskRecorder(PacedLM):
