@@ -90,8 +90,9 @@ class Drafts:
 
     def propose(self, row: Row) -> None:
         """Set ``row.draft`` to what its checker proposes and would accept,
-        at most ``row.budget`` tokens; a row whose budget is 0 only guesses
-        (``row.guess``). While drafts would not pay (``drafting``) every row
+        at most ``row.budget`` tokens (EOS ends a draft; a proposal cut to
+        nothing is a guess of its first token); a row whose budget is 0 only
+        guesses (``row.guess``). While drafts would not pay (``drafting``) every row
         only guesses: each pass while drafts come near paying (``near``),
         after one pass in :data:`GUESS_EVERY` while they are far from it."""
         room = self.max_len - len(row.tokens) - 1
@@ -108,13 +109,16 @@ class Drafts:
             row.guess = int(guess[0]) if guess else None
             return
         budget = min(row.budget, room)
+        proposal = propose(budget)
         draft = []
-        for token in propose(budget):
+        for token in proposal:
             token = int(token)
             if token in self.eos or len(draft) == budget:
                 break
             draft.append(token)
         row.draft = draft[: row.checker.validate(draft)]
+        if not row.draft and len(proposal):  # (EOS first, or a token it would refuse)
+            row.guess = int(proposal[0])  # judged all the same
 
     def settle(self, batch: Batch, index: int, row: Row, accepted: int, rec: StepRecord) -> None:
         """Count the first ``accepted`` draft slots of row ``index``; mask the

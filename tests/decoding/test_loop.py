@@ -789,6 +789,32 @@ def test_rows_guess_each_pass_only_while_drafts_come_near_paying(drafted_pass_s)
     assert abs(row.checker.guesses - expected) <= 1
 
 
+@pytest.mark.parametrize("refused", [True, False], ids=["refused-token", "eos-first"])
+def test_a_proposal_cut_to_nothing_is_judged_as_a_guess(refused):
+    """A proposal whose first token the checker would refuse, or EOS (never
+    drafted), feeds nothing, yet its first token is judged against the pick
+    like a guess: the row's record moves (a wrong one lowers it, a right one
+    raises it), instead of the row proposing the same draft unjudged."""
+    eos = 2
+
+    class Proposing(_Guessing):
+        def propose(self, max_tokens):
+            return [9 if refused else eos, 7, 7][:max_tokens]
+
+        def validate(self, draft):
+            return 0 if refused else len(draft)
+
+    drafts = Drafts(4, 1_000, frozenset({eos}), "always")
+    row = Row(0, 0, Proposing(), [1])
+    drafts.start(row)
+    assert row.draft == [] and row.guess == (9 if refused else eos)
+    drafts.observe(row, 5)  # the pick: not the guess
+    assert row.tries == 1 and row.hits == 0 and row.guess is None
+    drafts.propose(row)
+    drafts.observe(row, row.guess)  # right this time
+    assert row.tries > 1 and row.hits == 1
+
+
 class MaskRecorder(PacedLM):
     """Records, per forward pass, the cache slots and whether every one is
     attended; ``drop``: whether it offers ``drop_slots`` (the inner model's)."""
