@@ -96,14 +96,13 @@ ENGINE_JSON = [
     ({"type": "string", "maxLength": 12}, b'"', b"\\", True, False),  # no escapes
     ({"type": "integer"}, b"8", b".", True, False),  # no 8.0
     ({"type": "integer", "minimum": 0}, b"", b"-", True, False),  # no -0
-    ({"type": "object", "properties": {"a": {}}}, b'{"a":', b"[1, ", False, True),  # spaces
 ]
 
 
 @pytest.mark.parametrize(
     "schema, text, token, oracle_allows, engine_allows",
     ENGINE_JSON,
-    ids=["maxlength-control", "maxlength-escape", "integer-8.0", "minus-0", "any-whitespace"],
+    ids=["maxlength-control", "maxlength-escape", "integer-8.0", "minus-0"],
 )
 def test_the_json_engine_differences_are_measured(
     naive, vocab, schema, text, token, oracle_allows, engine_allows
