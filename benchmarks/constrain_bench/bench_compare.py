@@ -332,10 +332,6 @@ def _alternating(first, second, rounds: int, seconds: float = 0.0) -> list[tuple
     return pairs
 
 
-def _median(values):
-    return statistics.median(values)
-
-
 def _per_pass(result) -> dict[str, float]:
     """Seconds per forward pass: each timed phase, ``other`` (the rest of the
     loop's wall time) and ``share`` (everything beside the forward ÷ the
@@ -355,14 +351,16 @@ def _loop_info(benchmark, results, model, batch: int) -> None:
     totals = [r.totals() for r in results]
     phases = [_per_pass(r) for r in results]
     benchmark.extra_info.update(
-        tokens_per_s=_median(r.tokens_per_second for r in results),
+        tokens_per_s=statistics.median(r.tokens_per_second for r in results),
         tokens=sum(r.tokens for r in results),
         device=str(model.device),
         model=LOOP_MODEL,
         batch=batch,
-        passes=_median(t["forward_passes"] for t in totals),
-        per_pass_s={p: _median(ph[p] for ph in phases) for p in phases[0] if p != "share"},
-        share=_median(ph["share"] for ph in phases),
+        passes=statistics.median(t["forward_passes"] for t in totals),
+        per_pass_s={
+            p: statistics.median(ph[p] for ph in phases) for p in phases[0] if p != "share"
+        },
+        share=statistics.median(ph["share"] for ph in phases),
         rounds=len(results),
     )
 
@@ -422,11 +420,11 @@ def test_loop(benchmark, vocab, loop_setup, backend, workload, batch):
     free = [_per_pass(u)["share"] for u, _c in rounds]
     benchmark.extra_info.update(
         vocab=vocab.name,
-        unconstrained_tokens_per_s=_median(u.tokens_per_second for u, _c in rounds),
-        ratio=_median(ratios),
+        unconstrained_tokens_per_s=statistics.median(u.tokens_per_second for u, _c in rounds),
+        ratio=statistics.median(ratios),
         ratio_min=min(ratios),
         ratio_max=max(ratios),
-        unconstrained_share=_median(free),
+        unconstrained_share=statistics.median(free),
     )
 
 
@@ -462,15 +460,15 @@ def test_loop_speculative(benchmark, vocab, loop_setup, backend, workload, batch
     benchmark.extra_info.update(
         vocab=vocab.name,
         speculative=SPECULATIVE,
-        plain_tokens_per_s=_median(p.tokens_per_second for p, _d in rounds),
-        speedup=_median(ratios),
+        plain_tokens_per_s=statistics.median(p.tokens_per_second for p, _d in rounds),
+        speedup=statistics.median(ratios),
         speedup_min=min(ratios),
         speedup_max=max(ratios),
         # the middle half of the rounds (min and max: outliers, over many rounds)
         speedup_quartiles=statistics.quantiles(ratios, n=4, method="inclusive")[::2],
-        drafted=_median(t["drafted"] for t in totals),
-        accepted=_median(t["accepted"] for t in totals),
-        plain_passes=_median(t["forward_passes"] for t in plain_totals),
+        drafted=statistics.median(t["drafted"] for t in totals),
+        accepted=statistics.median(t["accepted"] for t in totals),
+        plain_passes=statistics.median(t["forward_passes"] for t in plain_totals),
     )
 
 

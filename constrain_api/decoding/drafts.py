@@ -101,12 +101,10 @@ class Drafts:
             return
         if not self.drafting:  # guesses keep the row's record moving
             if self.near or self.passes % GUESS_EVERY == 0:
-                guess = propose(1)
-                row.guess = int(guess[0]) if guess else None
+                row.guess = _first(propose(1))
             return
         if row.budget == 0:
-            guess = propose(1)
-            row.guess = int(guess[0]) if guess else None
+            row.guess = _first(propose(1))
             return
         budget = min(row.budget, room)
         proposal = propose(budget)
@@ -117,8 +115,8 @@ class Drafts:
                 break
             draft.append(token)
         row.draft = draft[: row.checker.validate(draft)]
-        if not row.draft and len(proposal):  # (EOS first, or a token it would refuse)
-            row.guess = int(proposal[0])  # judged all the same
+        if not row.draft:  # (EOS first, or a token it would refuse: judged all the same)
+            row.guess = _first(proposal)
 
     def settle(self, batch: Batch, index: int, row: Row, accepted: int, rec: StepRecord) -> None:
         """Count the first ``accepted`` draft slots of row ``index``; mask the
@@ -185,6 +183,11 @@ class Drafts:
                 row.budget = max(row.budget, 1)
             self.judged = True
         row.guess = None
+
+
+def _first(tokens) -> int | None:
+    """The first of a checker's proposed tokens (a list or an array), if any."""
+    return int(tokens[0]) if len(tokens) else None
 
 
 #: ``"measured"``: drafts fed when they are expected to pay (:class:`DraftCost`);
