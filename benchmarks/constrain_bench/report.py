@@ -7,6 +7,7 @@ import datetime
 import importlib.metadata
 import os
 import platform
+import statistics
 from collections import defaultdict
 from pathlib import Path
 
@@ -291,13 +292,45 @@ def _loop_table(results: Results, vocab: str) -> list[str]:
         lines += _loop_batch(base[batch], [b for b in entries if _batch(b) == batch], [
             r for r in skipped if r.get("batch", batch) == batch
         ])  # fmt: skip
-    lines += _phase_table(base, entries)
+    lines += _phase_table(
+        {batch: _unconstrained(base[batch], [b for b in entries if _batch(b) == batch])
+         for batch in base}, entries,
+    )  # fmt: skip
     return lines
 
 
+def _unconstrained(base: dict, entries: list[dict]) -> dict:
+    """The unconstrained loop at one batch size, as the report shows it: from
+    the unconstrained runs paired with the constrained ones (``entries``:
+    the median over the cells of each cell's median, and the cells' range),
+    which ran in the same minutes as what they are compared with, rather
+    than from the unconstrained stage (``base``), which ran once, before
+    them; its figures where the pairs did not record theirs (older runs)."""
+    info = dict(base["extra_info"])
+    speeds = [b["extra_info"]["unconstrained_tokens_per_s"] for b in entries
+              if "unconstrained_tokens_per_s" in b["extra_info"]]  # fmt: skip
+    if speeds:
+        info.update(tokens_per_s=statistics.median(speeds), paired=(min(speeds), max(speeds)))
+    phases = [b["extra_info"] for b in entries if "unconstrained_per_pass_s" in b["extra_info"]]
+    if phases:
+        info["per_pass_s"] = {
+            p: statistics.median(e["unconstrained_per_pass_s"][p] for e in phases)
+            for p in phases[0]["unconstrained_per_pass_s"]
+        }
+        info["share"] = statistics.median(e["unconstrained_share"] for e in phases)
+        info["paired_phases"] = True
+    return {**base, "extra_info": info}
+
+
 def _loop_batch(base: dict, entries: list[dict], skipped: list[dict]) -> list[str]:
-    info = base["extra_info"]
+    info = _unconstrained(base, entries)["extra_info"]
     unconstrained = info["tokens_per_s"]
+    paired = (
+        f" (the median of the unconstrained runs paired with the cells below; "
+        f"{info['paired'][0]:,.0f}–{info['paired'][1]:,.0f} from cell to cell)"
+        if "paired" in info
+        else ""
+    )
     cells = {(b["params"]["workload"], b["params"]["backend"]): b for b in entries}
     refused = {(r["workload"], r["backend"]): r["reason"] for r in skipped}
     backends = sorted({b for _w, b in [*cells, *refused]})
@@ -323,7 +356,7 @@ def _loop_batch(base: dict, entries: list[dict], skipped: list[dict]) -> list[st
         "",
         f"Random weights, {what}, on {info.get('device', 'cpu')}; {batch} sequence"
         f"{'s' if batch > 1 else ''}, {decoder}, 48 tokens at most; unconstrained: "
-        f"{unconstrained:,.0f} tokens/s. Each round runs the loop unconstrained and "
+        f"{unconstrained:,.0f} tokens/s{paired}. Each round runs the loop unconstrained and "
         "constrained on the same prompts, back to back, which first alternating from round "
         f"to round ({_rounds(entries)}); the ratio is the median of the rounds' ratios "
         "(their range after the comma), the backend's cost on this model. *skipped (…)*: the "
@@ -407,7 +440,8 @@ def _speculative_table(results: Results, vocab: str) -> list[str]:
 
 def _phase_table(base: dict[int, dict], entries: list[dict]) -> list[str]:
     """Milliseconds per forward pass by phase, and the share of the pass
-    beside the forward (everything else ÷ the forward)."""
+    beside the forward (everything else ÷ the forward); ``base``: the
+    unconstrained loop by batch size (:func:`_unconstrained`)."""
     phases = ("forward", "mask", "apply", "sample", "update", "other")
     rows = []
     ordered = [(batch, "(unconstrained)", "", base[batch]) for batch in sorted(base)]
@@ -427,9 +461,16 @@ def _phase_table(base: dict[int, dict], entries: list[dict]) -> list[str]:
         )
     if not rows:
         return []
+    paired = all(b["extra_info"].get("paired_phases") for b in base.values())
+    source = (
+        "the medians over the cells of the unconstrained runs paired with them"
+        if paired
+        else "the unconstrained stage, run once before the pairs"
+    )
     return [
         "Per forward pass (ms, median over the rounds), and the share of the pass beside the "
-        "forward (the loop's own work and the constraint's, ÷ the forward's time):",
+        "forward (the loop's own work and the constraint's, ÷ the forward's time); the "
+        f"unconstrained rows: {source}:",
         "",
         *_table(["batch", "workload", "backend", *phases, "beside the forward"], rows),
     ]

@@ -37,6 +37,8 @@ def test_quick_run_writes_a_report_with_every_selected_backend(tmp_path):
     info = loop["extra_info"]  # paired with the unconstrained loop, phase by phase
     assert info["ratio_min"] <= info["ratio"] <= info["ratio_max"]
     assert info["per_pass_s"]["forward"] > 0 and info["share"] > 0
+    assert info["unconstrained_per_pass_s"]["forward"] > 0 and info["unconstrained_share"] > 0
+    assert "tokens/s (the median of the unconstrained runs paired with the cells below;" in text
     assert info["model"] == "tiny" and info["device"] in ("cpu", "cuda:0")
     assert info["rounds"] == 1 and "(1 round);" in text
     assert "test_compile[small-naive-domino-json]" in names
@@ -200,6 +202,50 @@ def test_speculative_drafts_are_measured_against_the_loop_without(tmp_path):
     rows = [line for line in text.splitlines() if line.startswith(("| 1 | `koo", "| 4 | `koo"))]
     spec_rows = [line for line in rows if "→" in line and "×" in line]
     assert len(spec_rows) == 2 and all("`domino`" in line for line in spec_rows)
+
+
+def _loop_entry(name: str, batch: int, info: dict, **params) -> dict:
+    phases = {"forward": 0.0, "mask": 0.0, "apply": 0.0, "sample": 0.0, "update": 0.0}
+    return {
+        "name": name,
+        "params": {"vocab": "small", "batch": batch, **params},
+        "extra_info": {"per_pass_s": {**phases, "other": 0.0}, "share": 0.5, **info},
+    }
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["pairs-recorded", "older-run"])
+def test_the_unconstrained_loop_is_read_from_the_runs_paired_with_the_cells(recorded):
+    """The unconstrained stage ran once, before the pairs, in other minutes of
+    a VM that drifts: the report's unconstrained figures are the medians of
+    the unconstrained runs paired with the cells (the stage's, for raw
+    results written before the pairs recorded their phases)."""
+    alone = _loop_entry("test_loop_unconstrained[small-1]", 1, {"tokens_per_s": 200.0})
+    alone["extra_info"]["per_pass_s"]["forward"] = 0.004
+    cells = []
+    for backend, speed, forward in (("a", 300.0, 0.002), ("b", 280.0, 0.003), ("c", 250.0, 0.0)):
+        info = {"tokens_per_s": speed * 0.9, "ratio": 0.9, "unconstrained_tokens_per_s": speed}
+        if recorded:
+            info["unconstrained_share"] = 0.25
+            info["unconstrained_per_pass_s"] = {
+                **dict.fromkeys(("mask", "apply", "update", "other"), 0.0),
+                "forward": forward,
+                "sample": 0.0005,
+            }
+        cells.append(
+            _loop_entry(f"test_loop[small-{backend}-w-1]", 1, info, backend=backend, workload="w")
+        )
+    text = "\n".join(
+        report._loop_table(report.Results({"benchmarks": [alone, *cells]}, []), "small")
+    )
+    assert "unconstrained: 280 tokens/s (the median of the unconstrained runs paired with" in text
+    assert "250–300 from cell to cell" in text
+    [row] = [line for line in text.splitlines() if line.startswith("| 1 | (unconstrained) |")]
+    if recorded:  # forward 2.00 ms: the median over the cells; sample 0.50 ms
+        assert row.startswith("| 1 | (unconstrained) | — | 2.00 | 0.00 | 0.00 | 0.50 |")
+        assert row.endswith("| 25.0% |") and "runs paired with them:" in text
+    else:
+        assert row.startswith("| 1 | (unconstrained) | — | 4.00 |") and row.endswith("| 50.0% |")
+        assert "the unconstrained stage, run once before the pairs:" in text
 
 
 def test_a_speculative_loop_past_its_budget_is_a_row_that_says_why():
