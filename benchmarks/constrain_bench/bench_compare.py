@@ -31,9 +31,10 @@ refused, so the report can say why a cell is empty).
   ``SPECULATIVE`` tokens, backends with the ``propose`` feature): each round
   the constrained loop without drafts and with them, on the same prompts,
   in alternating order, twice as many rounds as ``test_loop``, then more
-  for ``SPECULATIVE_SECONDS``;
-  ``extra_info`` has the speed-up (median of the rounds' ratios, their
-  quartiles and range),
+  for ``SPECULATIVE_SECONDS`` (``CONSTRAIN_BENCH_SPECULATIVE_S``), longer
+  while the speed-up is not resolved;
+  ``extra_info`` has the speed-up (median of the rounds' ratios, its 95 %
+  interval, their quartiles and range),
   the tokens drafted and accepted and the forward passes of both. The
   outputs must be the same token for token (argmax), or the test fails.
 - ``test_scaling_vocab``: per-step mask time on random subsets of the
@@ -44,6 +45,7 @@ refused, so the report can say why a cell is empty).
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import resource
@@ -74,11 +76,16 @@ LOOP_BATCHES = (1, 4) if QUICK else (1, 16)
 #: runs twice as many.
 LOOP_LEN, LOOP_ROUNDS = 48, wl.loop_rounds(1 if QUICK else 4)
 SPECULATIVE_ROUNDS = 2 * LOOP_ROUNDS
-#: ... and goes on two rounds at a time for this long: a few per cent, the
+#: ... and goes on two rounds at a time for the first of these seconds, then
+#: for up to the second while the speed-up is not resolved to
+#: ``SPECULATIVE_PRECISION`` (:func:`median_interval`): a few per cent, the
 #: question there, is within a short loop's noise on a shared machine (the
 #: median of 8 rounds' ratios moved 0.96-1.07 between runs at batch 1, that
-#: of 64 rounds 0.98-1.01)
-SPECULATIVE_SECONDS = 0.0 if QUICK else 10.0
+#: of 64 rounds 0.98-1.01; in a noisy hour the middle half of the rounds'
+#: ratios spans 0.83-1.05)
+SPECULATIVE_SECONDS = wl.speculative_seconds((0.0, 0.0) if QUICK else (10.0, 30.0))
+#: resolved: the 95 % interval of the median speed-up within ±2 % of it
+SPECULATIVE_PRECISION = 0.02
 LOOP_MODEL = wl.loop_model()
 #: Speculative drafts (backends with the ``propose`` feature): up to this many
 #: tokens a draft, on these workloads (where drafts hold, and where they miss)
@@ -307,12 +314,27 @@ def _seconds_per_mask(compiled: ca.Compiled, workload: ca.Workload, vocab: ca.Vo
     return (time.perf_counter() - start) / len(states)
 
 
-def _alternating(first, second, rounds: int, seconds: float = 0.0) -> list[tuple]:
+def median_interval(values, level: float = 0.95) -> tuple[float, float]:
+    """A distribution-free ``level`` confidence interval of the median of
+    ``values`` (order statistics, the binomial's normal approximation: the
+    ranks n/2 ± z·√n/2); the whole range below six values."""
+    ordered = sorted(values)
+    n = len(ordered)
+    z = statistics.NormalDist().inv_cdf((1 + level) / 2)
+    k = max(0, math.floor(n / 2 - z * math.sqrt(n) / 2)) if n >= 6 else 0
+    return ordered[k], ordered[n - 1 - k]
+
+
+def _alternating(
+    first, second, rounds: int, seconds: float = 0.0, resolved=None, most: float = 0.0
+) -> list[tuple]:
     """Pairs ``(first(), second())``, each pair run back to back (drift
     between rounds falls on both), ``second`` run first in every other
     round: what a run leaves behind for the next (warm caches, the
     allocator's pools, a decoder's learned state) favours neither. At least
-    ``rounds`` rounds, then two more at a time until ``seconds`` have passed."""
+    ``rounds`` rounds, then two more at a time until ``seconds`` have passed,
+    then, given ``resolved`` (pairs → bool), until it holds or ``most``
+    seconds have passed."""
     pairs = []
 
     def one_round():
@@ -327,6 +349,9 @@ def _alternating(first, second, rounds: int, seconds: float = 0.0) -> list[tuple
     for _ in range(rounds):
         one_round()
     while time.perf_counter() - start < seconds:
+        one_round()
+        one_round()
+    while resolved is not None and time.perf_counter() - start < most and not resolved(pairs):
         one_round()
         one_round()
     return pairs
@@ -444,12 +469,22 @@ def test_loop_speculative(benchmark, vocab, loop_setup, backend, workload, batch
         "loop_speculative", compiled, backend, workload, vocab, batch, loops=2 * SPECULATIVE_ROUNDS
     )
 
+    def speedups(pairs):
+        return [d.tokens_per_second / p.tokens_per_second for p, d in pairs]
+
+    def resolved(pairs):
+        low, high = median_interval(speedups(pairs))
+        return high - low <= 2 * SPECULATIVE_PRECISION * statistics.median(speedups(pairs))
+
     def pairs():
+        least, most = SPECULATIVE_SECONDS
         return _alternating(
             lambda: run(compiled, batch),
             lambda: run(compiled, batch, SPECULATIVE),
             SPECULATIVE_ROUNDS,
-            SPECULATIVE_SECONDS,
+            least,
+            resolved,
+            most,
         )
 
     rounds = benchmark.pedantic(pairs, rounds=1, iterations=1)
@@ -457,7 +492,7 @@ def test_loop_speculative(benchmark, vocab, loop_setup, backend, workload, batch
         assert [g.token_ids for g in drafted.sequences] == [g.token_ids for g in plain.sequences]
     results = [drafted for _plain, drafted in rounds]
     _loop_info(benchmark, results, model, batch)
-    ratios = [d.tokens_per_second / p.tokens_per_second for p, d in rounds]
+    ratios = speedups(rounds)
     plain_totals = [p.totals() for p, _d in rounds]
     totals = [d.totals() for _p, d in rounds]
     benchmark.extra_info.update(
@@ -469,6 +504,8 @@ def test_loop_speculative(benchmark, vocab, loop_setup, backend, workload, batch
         speedup_max=max(ratios),
         # the middle half of the rounds (min and max: outliers, over many rounds)
         speedup_quartiles=statistics.quantiles(ratios, n=4, method="inclusive")[::2],
+        # how well the median is known: its 95 % interval
+        speedup_interval=median_interval(ratios),
         drafted=statistics.median(t["drafted"] for t in totals),
         accepted=statistics.median(t["accepted"] for t in totals),
         plain_passes=statistics.median(t["forward_passes"] for t in plain_totals),

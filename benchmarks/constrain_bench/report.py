@@ -378,10 +378,27 @@ def _rounds(entries: list[dict]) -> str:
 
 
 def _spread(info: dict) -> str:
-    """The middle half of a speculative case's ratios (runs before they
-    were recorded: the range)."""
-    low, high = info.get("speedup_quartiles") or (info["speedup_min"], info["speedup_max"])
+    """The 95 % interval of a speculative case's median speed-up (runs
+    before it was recorded: the middle half of the rounds' ratios, or
+    before that their range; :func:`_spread_means` says which)."""
+    low, high = (
+        info.get("speedup_interval")
+        or info.get("speedup_quartiles")
+        or (info["speedup_min"], info["speedup_max"])
+    )
     return f"{low:.2f}–{high:.2f}"
+
+
+def _spread_means(entries: list[dict]) -> str:
+    """What :func:`_spread` shows for these entries."""
+    if all("speedup_interval" in b["extra_info"] for b in entries):
+        return (
+            "in parentheses, the 95 % interval of that median: a case goes on, up to its time, "
+            "until it is within ±2 % of it"
+        )
+    if all("speedup_quartiles" in b["extra_info"] for b in entries):
+        return "in parentheses, the middle half of the rounds' ratios"
+    return "in parentheses, the range of the rounds' ratios"
 
 
 def _speculative_table(results: Results, vocab: str) -> list[str]:
@@ -420,8 +437,8 @@ def _speculative_table(results: Results, vocab: str) -> list[str]:
         "verified in one forward pass: under argmax the output is the same token "
         "for token (the benchmark checks it). Each round runs the constrained loop without "
         "drafts and with them, back to back, which first alternating from round to round "
-        f"({_rounds(entries)}); the speed-up is the median of the rounds' ratios (in "
-        "parentheses, the middle half of them): below 1, drafts cost more than they save.",
+        f"({_rounds(entries)}); the speed-up is the median of the rounds' ratios "
+        f"({_spread_means(entries)}): below 1, drafts cost more than they save.",
         "",
         *_table(
             [

@@ -164,6 +164,26 @@ def loop_rounds(default: int) -> int:
     return int(text)
 
 
+def speculative_seconds(default: tuple[float, float]) -> tuple[float, float]:
+    """``$CONSTRAIN_BENCH_SPECULATIVE_S`` (``"10"``, or ``"10-30"``), else
+    ``default``: how long each case of the speculative stage goes on after
+    its rounds, at least, and at most while its speed-up is not yet resolved.
+    ``ValueError`` unless one or two non-negative numbers, the least first."""
+    text = os.environ.get("CONSTRAIN_BENCH_SPECULATIVE_S", "").strip()
+    if not text:
+        return default
+    try:
+        parts = [float(part) for part in text.split("-")]
+    except ValueError:
+        parts = []
+    if len(parts) not in (1, 2) or min(parts) < 0 or parts[0] > parts[-1]:
+        raise ValueError(
+            "CONSTRAIN_BENCH_SPECULATIVE_S must be seconds (10) or least-most seconds (10-30), "
+            f"got {text!r}"
+        )
+    return parts[0], parts[-1]
+
+
 def quick() -> bool:
     """Whether ``$CONSTRAIN_BENCH_QUICK`` asks for the short run."""
     return os.environ.get("CONSTRAIN_BENCH_QUICK", "") not in ("", "0")

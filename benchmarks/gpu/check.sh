@@ -36,8 +36,8 @@ if [ "$part" = loop ] || [ "$part" = all ]; then
   # $BACKENDS to split the stage over two calls; a loop whose masks alone are projected past
   # 30 s is skipped and the report says so (naive at batch 16: about a minute a workload)
   chosen=(); for b in ${BACKENDS:-domino fst llguidance naive}; do chosen+=(--backend "$b"); done
-  # two rounds (one in each order; drafts: four), to fit the device's minutes
-  CONSTRAIN_BENCH_LOOP_ROUNDS=${CONSTRAIN_BENCH_LOOP_ROUNDS:-2} \
+  # two rounds (one in each order; drafts: four, then 10 s a case), to fit the device's minutes
+  CONSTRAIN_BENCH_LOOP_ROUNDS=${CONSTRAIN_BENCH_LOOP_ROUNDS:-2} CONSTRAIN_BENCH_SPECULATIVE_S=${CONSTRAIN_BENCH_SPECULATIVE_S:-10} \
   CONSTRAIN_BENCH_LOOP_BUDGET_S=${CONSTRAIN_BENCH_LOOP_BUDGET_S:-30} timeout 330 \
     python3 -m constrain_bench --vocab llama3 --loop-model "${LOOP_MODEL:-llama-3.2-1b}" --no-maskbench \
     --select loop "${chosen[@]}" --out "$out/bench" > "$out/loop.txt" 2>&1

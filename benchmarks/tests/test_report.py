@@ -159,6 +159,29 @@ def test_pairs_are_run_in_alternating_order():
     pairs = _alternating(sleepy, runner("b"), 1, seconds=0.05)  # then two rounds at a time
     assert len(pairs) >= 5 and len(pairs) % 2 == 1
     assert calls[:6] == ["s", "b", "b", "s", "s", "b"]
+    # then on until the pairs resolve what is asked, or the most time is spent
+    asked = []
+
+    def resolved(pairs):
+        asked.append(len(pairs))
+        return len(pairs) >= 9
+
+    pairs = _alternating(sleepy, runner("b"), 3, 0.0, resolved, most=10.0)
+    assert len(pairs) == 9 and asked == [3, 5, 7, 9]
+    start = time.perf_counter()
+    pairs = _alternating(sleepy, runner("b"), 1, 0.0, lambda pairs: False, most=0.05)
+    assert len(pairs) >= 5 and time.perf_counter() - start < 1.0
+
+
+def test_the_median_interval_is_read_from_order_statistics():
+    from constrain_bench.bench_compare import median_interval
+
+    # 100 values: ranks 50 ∓ 1.96·√100/2 (40.2): the 41st and the 60th
+    assert median_interval(range(1, 101)) == (41, 60)
+    assert median_interval([3, 1, 2, 5, 4]) == (1, 5)  # below six values: the range
+    assert median_interval([7.0] * 6) == (7.0, 7.0)
+    low, high = median_interval(range(1, 1001))  # more rounds, a narrower interval
+    assert (low, high) == (470, 531)  # ranks 500 ∓ 30.99: a third as wide, for the spread
 
 
 def test_loop_rounds_come_from_the_environment(monkeypatch):
@@ -172,6 +195,15 @@ def test_loop_rounds_come_from_the_environment(monkeypatch):
         monkeypatch.setenv("CONSTRAIN_BENCH_LOOP_ROUNDS", bad)
         with pytest.raises(ValueError, match="CONSTRAIN_BENCH_LOOP_ROUNDS"):
             workloads.loop_rounds(4)
+    monkeypatch.delenv("CONSTRAIN_BENCH_SPECULATIVE_S", raising=False)
+    assert workloads.speculative_seconds((10.0, 30.0)) == (10.0, 30.0)
+    for text, seconds in (("10", (10.0, 10.0)), ("5-20", (5.0, 20.0)), (" 0 ", (0.0, 0.0))):
+        monkeypatch.setenv("CONSTRAIN_BENCH_SPECULATIVE_S", text)
+        assert workloads.speculative_seconds((10.0, 30.0)) == seconds
+    for bad in ("-1", "ten", "20-10", "1-2-3", "5-"):
+        monkeypatch.setenv("CONSTRAIN_BENCH_SPECULATIVE_S", bad)
+        with pytest.raises(ValueError, match="CONSTRAIN_BENCH_SPECULATIVE_S"):
+            workloads.speculative_seconds((10.0, 30.0))
 
 
 def test_speculative_drafts_are_measured_against_the_loop_without(tmp_path):
@@ -192,11 +224,14 @@ def test_speculative_drafts_are_measured_against_the_loop_without(tmp_path):
         e = entry["extra_info"]
         q1, q3 = e["speedup_quartiles"]
         assert e["speedup_min"] <= q1 <= e["speedup"] <= q3 <= e["speedup_max"]
+        low, high = e["speedup_interval"]  # two rounds: their range
+        assert (low, high) == (e["speedup_min"], e["speedup_max"])
         assert 0 < e["accepted"] <= e["drafted"]  # the object's keys are drafted and kept
         assert e["passes"] < e["plain_passes"]  # accepted drafts save forward passes
         assert e["rounds"] == 2  # twice the loop stage's (quick: 1), one in each order
     text = (out / "REPORT.md").read_text()
     assert "alternating from round to round (2 rounds)" in text
+    assert "(in parentheses, the 95 % interval of that median:" in text
     assert "## Vocabulary `small`" in text and "### Time to first mask" not in text
     assert "### Speculative drafts" in text
     rows = [line for line in text.splitlines() if line.startswith(("| 1 | `koo", "| 4 | `koo"))]
