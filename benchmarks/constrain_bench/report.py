@@ -288,14 +288,13 @@ def _loop_table(results: Results, vocab: str) -> list[str]:
     if not base or not (entries or skipped):
         return []
     lines: list[str] = []
+    by_batch = {batch: [b for b in entries if _batch(b) == batch] for batch in base}
+    unconstrained = {batch: _unconstrained(base[batch], by_batch[batch]) for batch in base}
     for batch in sorted(base):
-        lines += _loop_batch(base[batch], [b for b in entries if _batch(b) == batch], [
+        lines += _loop_batch(unconstrained[batch], by_batch[batch], [
             r for r in skipped if r.get("batch", batch) == batch
         ])  # fmt: skip
-    lines += _phase_table(
-        {batch: _unconstrained(base[batch], [b for b in entries if _batch(b) == batch])
-         for batch in base}, entries,
-    )  # fmt: skip
+    lines += _phase_table(unconstrained, entries)
     return lines
 
 
@@ -323,7 +322,8 @@ def _unconstrained(base: dict, entries: list[dict]) -> dict:
 
 
 def _loop_batch(base: dict, entries: list[dict], skipped: list[dict]) -> list[str]:
-    info = _unconstrained(base, entries)["extra_info"]
+    """One batch size's table; ``base``: the unconstrained loop (:func:`_unconstrained`)."""
+    info = base["extra_info"]
     unconstrained = info["tokens_per_s"]
     paired = (
         f" (the median of the unconstrained runs paired with the cells below; "
