@@ -473,8 +473,9 @@ def test_loop_speculative(benchmark, vocab, loop_setup, backend, workload, batch
         return [d.tokens_per_second / p.tokens_per_second for p, d in pairs]
 
     def resolved(pairs):
-        low, high = median_interval(speedups(pairs))
-        return high - low <= 2 * SPECULATIVE_PRECISION * statistics.median(speedups(pairs))
+        ratios = speedups(pairs)
+        low, high = median_interval(ratios)
+        return high - low <= 2 * SPECULATIVE_PRECISION * statistics.median(ratios)
 
     def pairs():
         least, most = SPECULATIVE_SECONDS
@@ -504,8 +505,9 @@ def test_loop_speculative(benchmark, vocab, loop_setup, backend, workload, batch
         speedup_max=max(ratios),
         # the middle half of the rounds (min and max: outliers, over many rounds)
         speedup_quartiles=statistics.quantiles(ratios, n=4, method="inclusive")[::2],
-        # how well the median is known: its 95 % interval
+        # how well the median is known: its 95 % interval, and the precision asked of it
         speedup_interval=median_interval(ratios),
+        speedup_precision=SPECULATIVE_PRECISION,
         drafted=statistics.median(t["drafted"] for t in totals),
         accepted=statistics.median(t["accepted"] for t in totals),
         plain_passes=statistics.median(t["forward_passes"] for t in plain_totals),

@@ -392,9 +392,11 @@ def _spread(info: dict) -> str:
 def _spread_means(entries: list[dict]) -> str:
     """What :func:`_spread` shows for these entries."""
     if all("speedup_interval" in b["extra_info"] for b in entries):
+        recorded = (b["extra_info"].get("speedup_precision") for b in entries)
+        precision = next((p for p in recorded if p is not None), 0.02)  # (its first value)
         return (
             "in parentheses, the 95 % interval of that median: a case goes on, up to its time, "
-            "until it is within ±2 % of it"
+            f"until it is within ±{precision * 100:g} % of it"
         )
     if all("speedup_quartiles" in b["extra_info"] for b in entries):
         return "in parentheses, the middle half of the rounds' ratios"
