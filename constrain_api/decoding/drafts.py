@@ -26,7 +26,8 @@ of the rows' lengths would not pay, rows only guess (a draft proposed only
 to be held back would tell no more than its first token): every pass while
 drafts come near paying (within a factor :data:`CLOSE`), after one pass in
 :data:`GUESS_EVERY` while they are far from it (their advance too small, or
-a wider pass too dear on this model and device)."""
+a wider pass too dear on this model and device), that interval doubling (up
+to :data:`GUESS_EVERY_MOST`) each time judged guesses leave them far."""
 
 from __future__ import annotations
 
@@ -57,26 +58,30 @@ class Drafts:
         #: whether rows propose drafts (else only guesses): not while drafts
         #: of the rows' budgets would not pay (:meth:`DraftCost.gain`);
         #: weighed each pass while drafting, else after one pass in
-        #: :data:`GUESS_EVERY` once guesses were judged
+        #: ``every`` once guesses were judged
         self.drafting = True
         #: whether such drafts come near paying (within a factor :data:`CLOSE`
         #: of it): rows then guess every pass, so their record soon shows it
         self.near = True
+        #: rows far from paying guess after one pass in this many:
+        #: :data:`GUESS_EVERY`, doubled (up to :data:`GUESS_EVERY_MOST`) by
+        #: each weighing of judged guesses that leaves drafts far from paying
+        self.every = GUESS_EVERY
         self.judged = False  # (a guess was judged since drafts were last weighed)
         self.passes = 0  # (passes of this call so far: hold_back counts them)
 
     def start(self, row: Row, constraint: object = None) -> None:
-        """A new row drafts the full length first (a draft can ride along
-        with the prompt, when it pays), its acceptance record starting from
-        what the rows of ``constraint`` (a compiled constraint) earned in
-        earlier calls (:func:`remember`)."""
+        """A new row may draft the full length first (a draft can ride along
+        with the prompt, when it pays: it proposes in the first
+        :meth:`hold_back`, once drafts were weighed), its acceptance record
+        starting from what the rows of ``constraint`` (a compiled
+        constraint) earned in earlier calls (:func:`remember`)."""
         row.budget = self.speculative
         prior = None
         with contextlib.suppress(TypeError):  # (None, or not weakly referable)
             prior = _PRIORS.get(constraint)
         if prior is not None:
             row.hits, row.tries = PRIOR_WEIGHT * prior, PRIOR_WEIGHT
-        self.propose(row)
 
     def remember(self, rows: list[Row], constraint: object) -> None:
         """Keep the mean acceptance of ``rows`` (those that drafted or
@@ -100,7 +105,7 @@ class Drafts:
         if not self.speculative or room <= 0 or propose is None:
             return
         if not self.drafting:  # guesses keep the row's record moving
-            if self.near or self.passes % GUESS_EVERY == 0:
+            if self.guessing():
                 row.guess = _first(propose(1))
             return
         if row.budget == 0:
@@ -117,6 +122,11 @@ class Drafts:
         row.draft = draft[: row.checker.validate(draft)]
         if not row.draft:  # (EOS first, or a token it would refuse: judged all the same)
             row.guess = _first(proposal)
+
+    def guessing(self) -> bool:
+        """Whether rows guess this pass while drafts would not pay: every
+        pass while drafts come near paying (``near``), else one in ``every``."""
+        return self.near or self.passes % self.every == 0
 
     def settle(self, batch: Batch, index: int, row: Row, accepted: int, rec: StepRecord) -> None:
         """Count the first ``accepted`` draft slots of row ``index``; mask the
@@ -149,13 +159,21 @@ class Drafts:
         guess while drafts of the rows' budgets would not pay (``drafting``,
         by the expected advance and the measured cost; see :meth:`propose`)."""
         self.passes += 1
-        weigh = self.drafting or (self.judged and self.passes % GUESS_EVERY == 0)
+        weigh = self.drafting or (self.judged and self.passes % self.every == 0)
         if self.cost is not None and weigh:
+            guessed = not self.drafting  # (guesses were judged since the last weighing)
             budgets = [max(row.budget, len(row.draft)) for row in rows]
             gain = self.cost.gain(rows, budgets)
             self.near = gain >= 1 / CLOSE
             self.drafting = self.cost.pays(gain)
             self.judged = False
+            if self.near or self.drafting:
+                self.every = GUESS_EVERY
+            elif guessed:  # judged guesses left drafts far from paying: guess less often
+                self.every = min(2 * self.every, GUESS_EVERY_MOST)
+        if self.passes == 1:  # the rows' first drafts (or guesses), now that drafts were weighed
+            for row in rows:
+                self.propose(row)
         if not any(row.draft for row in rows):
             return
         if all(row.draft for row in rows) and (self.cost is None or self.cost.drafts_pay(rows)):
@@ -216,8 +234,13 @@ def cost_of(model: object) -> DraftCost:
 
 
 #: while drafts could not pay, rows guess after one pass in this many: a
-#: guess costs a ``propose(1)`` per row, a tenth of a pass on a small model
+#: guess costs a ``propose(1)`` per row (1-2 µs for domino), at batch 16
+#: a few per cent of a pass on a small model
 GUESS_EVERY = 4
+
+#: the longest interval between guesses while drafts stay far from paying:
+#: at most this many passes late to notice that they would
+GUESS_EVERY_MOST = 16
 
 #: how much a row's acceptance counts keep of the past at each draft or guess
 DECAY = 0.8

@@ -234,7 +234,7 @@ class SampleStep:
                 continue
             if draft:
                 loop.drafts.settle(loop.batch, i, row, accepted, rec)
-            else:
+            elif row.guess is not None:
                 loop.drafts.observe(row, token)
             new = [*draft[:accepted], token]
             ended = token in loop.eos
@@ -270,7 +270,8 @@ def _catch_up(rows: list[Row], rec: StepRecord, drafts: Drafts) -> None:
     with the masks, rather than between the pick and the next pass. (A
     guess is never fed; a draft would be, so none is proposed here.)"""
     t0 = time.perf_counter()
-    guessing = not drafts.drafting  # (always drafting without speculation)
+    # (always drafting without speculation; a pass without guesses asks no checker)
+    guessing = not drafts.drafting and drafts.guessing()
     for row in rows:
         if row.behind:
             row.checker.update(row.behind)

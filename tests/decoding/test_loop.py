@@ -513,7 +513,8 @@ def test_rows_that_only_guess_take_their_picks_after_the_next_pass_is_queued(voc
 
     run("measured")  # (what a wider pass costs this model)
     guessing, shadowed, guessed = run("measured")
-    assert shadowed >= guessing.totals()["forward_passes"] - 4 and guessed >= 3
+    # (guesses after 4, 8 and 16 passes: far from paying, ever more rarely)
+    assert shadowed >= guessing.totals()["forward_passes"] - 4 and guessed >= 2
     drafting, shadowed, _ = run("always")
     assert drafting.totals()["accepted"] > 0 and shadowed == 0
 
@@ -758,15 +759,33 @@ class _Guessing:
         return len(draft)
 
 
+def _guess_passes(drafts: Drafts, row: Row, passes: int, first: int = 0) -> list[int]:
+    """Drive ``drafts`` through ``passes`` passes of ``row`` alone, its
+    guesses right every other time: the passes (numbered from ``first``) in
+    which the row asked for a guess (its checker is a :class:`_Guessing`)."""
+    asked = []
+    for n in range(first, first + passes):
+        before = row.checker.guesses
+        drafts.hold_back([row])
+        assert not drafts.drafting and not row.draft
+        drafts.observe(row, 7 if row.checker.guesses % 2 else 8)  # (7: the guess)
+        drafts.propose(row)
+        if row.checker.guesses > before:
+            asked.append(n + 1)
+    return asked
+
+
 @pytest.mark.parametrize("drafted_pass_s", [2.5, 10.0], ids=["near-paying", "far-from-it"])
 def test_rows_guess_each_pass_only_while_drafts_come_near_paying(drafted_pass_s):
     """A row right about half the time (drafts of four would advance 1.9
     tokens a pass) on a model whose drafted pass (five tokens) costs 2.5 or
     10 plain ones: drafts do not pay either way. Near paying (within a factor
     ``CLOSE``), the row guesses each pass, so its record soon shows when they
-    would; far from it, one pass in ``GUESS_EVERY``: a guess a pass would cost
-    a ``propose`` each step for a record that could not tip the choice."""
-    from constrain_api.decoding.drafts import CLOSE, GUESS_EVERY
+    would; far from it, after ``GUESS_EVERY`` passes, then after twice as
+    many each time its judged guesses leave drafts far from paying, up to
+    ``GUESS_EVERY_MOST``: a guess a pass would cost a ``propose`` each step
+    for a record that could not tip the choice."""
+    from constrain_api.decoding.drafts import CLOSE, GUESS_EVERY, GUESS_EVERY_MOST
 
     class Model:  # (what the pass costs is kept per model)
         pass
@@ -777,16 +796,35 @@ def test_rows_guess_each_pass_only_while_drafts_come_near_paying(drafted_pass_s)
     drafts.cost.add(True, 5, drafted_pass_s)
     row = Row(0, 0, _Guessing(), [1])
     drafts.start(row)
-    for n in range(passes):
-        drafts.hold_back([row])
-        assert not drafts.drafting and not row.draft
-        drafts.observe(row, 7 if n % 2 else 8)  # (a guess, right every other pass)
-        drafts.propose(row)
+    asked = _guess_passes(drafts, row, passes)
     gain = drafts.cost.gain([row], [4])
     near = gain >= 1 / CLOSE
     assert near == (drafted_pass_s < 5) and gain < 1
-    expected = passes if near else passes // GUESS_EVERY
-    assert abs(row.checker.guesses - expected) <= 1
+    assert (GUESS_EVERY, GUESS_EVERY_MOST) == (4, 16)
+    assert asked == (list(range(1, passes + 1)) if near else [4, 8, 16, 32])
+
+
+def test_rows_guess_each_pass_again_once_drafts_come_near_paying():
+    """Drafts far from paying (a drafted pass ten plain ones): the row
+    guesses ever more rarely. Then drafted passes measure 2.5 plain ones:
+    at the next weighing of its judged guesses (at most
+    ``GUESS_EVERY_MOST`` passes on), drafts come near paying and the row
+    guesses every pass again."""
+    from constrain_api.decoding.drafts import GUESS_EVERY_MOST
+
+    class Model:
+        pass
+
+    drafts = Drafts(4, 1_000, frozenset(), "measured", Model())
+    drafts.cost.add(False, 1, 1.0)
+    drafts.cost.add(True, 5, 10.0)
+    row = Row(0, 0, _Guessing(), [1])
+    drafts.start(row)
+    assert _guess_passes(drafts, row, 40) == [4, 8, 16, 32]
+    for _ in range(9):  # (the medians of the recent drafted passes)
+        drafts.cost.add(True, 5, 2.5)
+    asked = _guess_passes(drafts, row, 2 * GUESS_EVERY_MOST, first=40)
+    assert asked[0] == 48 and asked == list(range(48, 40 + 2 * GUESS_EVERY_MOST + 1))
 
 
 @pytest.mark.parametrize("refused", [True, False], ids=["refused-token", "eos-first"])
@@ -807,6 +845,7 @@ def test_a_proposal_cut_to_nothing_is_judged_as_a_guess(refused):
     drafts = Drafts(4, 1_000, frozenset({eos}), "always")
     row = Row(0, 0, Proposing(), [1])
     drafts.start(row)
+    drafts.hold_back([row])  # (the first pass: the rows propose)
     assert row.draft == [] and row.guess == (9 if refused else eos)
     drafts.observe(row, 5)  # the pick: not the guess
     assert row.tries == 1 and row.hits == 0 and row.guess is None
