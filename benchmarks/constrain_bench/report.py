@@ -377,28 +377,33 @@ def _rounds(entries: list[dict]) -> str:
     return f"{low}–{high} rounds" if low != high else f"{low} round{'s' if low > 1 else ''}"
 
 
-def _spread(info: dict) -> str:
-    """The 95 % interval of a speculative case's median speed-up (runs
-    before it was recorded: the middle half of the rounds' ratios, or
-    before that their range; :func:`_spread_means` says which)."""
-    low, high = (
-        info.get("speedup_interval")
-        or info.get("speedup_quartiles")
-        or (info["speedup_min"], info["speedup_max"])
-    )
+def _spread_kind(entries: list[dict]) -> str:
+    """Which spread every speculative cell of a table shows: the 95 %
+    interval of its median speed-up (``speedup_interval``) where every entry
+    recorded it, else the middle half of the rounds' ratios
+    (``speedup_quartiles``), else their range (older raw results)."""
+    for kind in ("speedup_interval", "speedup_quartiles"):
+        if all(kind in b["extra_info"] for b in entries):
+            return kind
+    return "range"
+
+
+def _spread(info: dict, kind: str) -> str:
+    """A speculative case's spread of this :func:`_spread_kind`."""
+    low, high = (info["speedup_min"], info["speedup_max"]) if kind == "range" else info[kind]
     return f"{low:.2f}–{high:.2f}"
 
 
-def _spread_means(entries: list[dict]) -> str:
-    """What :func:`_spread` shows for these entries."""
-    if all("speedup_interval" in b["extra_info"] for b in entries):
+def _spread_means(entries: list[dict], kind: str) -> str:
+    """What :func:`_spread` of ``kind`` shows, in the table's paragraph."""
+    if kind == "speedup_interval":
         recorded = (b["extra_info"].get("speedup_precision") for b in entries)
         precision = next((p for p in recorded if p is not None), 0.02)  # (its first value)
         return (
             "in parentheses, the 95 % interval of that median: a case goes on, up to its time, "
             f"until it is within ±{precision * 100:g} % of it"
         )
-    if all("speedup_quartiles" in b["extra_info"] for b in entries):
+    if kind == "speedup_quartiles":
         return "in parentheses, the middle half of the rounds' ratios"
     return "in parentheses, the range of the rounds' ratios"
 
@@ -411,7 +416,7 @@ def _speculative_table(results: Results, vocab: str) -> list[str]:
     ]
     if not (entries or skipped):
         return []
-    rows = []
+    rows, kind = [], _spread_kind(entries)
     for entry in sorted(entries, key=lambda b: (_batch(b), *sorted(b["params"].items()))):
         e, params = entry["extra_info"], entry["params"]
         rows.append(
@@ -420,7 +425,7 @@ def _speculative_table(results: Results, vocab: str) -> list[str]:
                 f"`{params['workload']}`",
                 f"`{params['backend']}`",
                 f"{e['plain_tokens_per_s']:,.0f} → {e['tokens_per_s']:,.0f}",
-                f"{e['speedup']:.2f}× ({_spread(e)})",
+                f"{e['speedup']:.2f}× ({_spread(e, kind)})",
                 f"{e['drafted']:,g} / {e['accepted']:,g}",
                 f"{e['plain_passes']:,g} → {e['passes']:,g}",
             ]
@@ -440,7 +445,7 @@ def _speculative_table(results: Results, vocab: str) -> list[str]:
         "for token (the benchmark checks it). Each round runs the constrained loop without "
         "drafts and with them, back to back, which first alternating from round to round "
         f"({_rounds(entries)}); the speed-up is the median of the rounds' ratios "
-        f"({_spread_means(entries)}): below 1, drafts cost more than they save.",
+        f"({_spread_means(entries, kind)}): below 1, drafts cost more than they save.",
         "",
         *_table(
             [
