@@ -149,8 +149,8 @@ def test_apply_bitmask_matches_bool_reference_bit_for_bit(batch, vocab):
 def test_apply_bitmask_on_cpu_writes_through_strided_views(dtype):
     """On a CPU the apply writes into the logits it is given, whatever their
     strides (the loop hands it a view of position 1 of ``[B, T, W]``
-    logits), in every float dtype (numpy's masked copy for float32/64, torch
-    for the others), and leaves the other positions alone."""
+    logits), in every float dtype (the bit blend for float32/16/bfloat16, a
+    select for float64), and leaves the other positions alone."""
     gen = torch.Generator().manual_seed(7)
     full = torch.randn(3, 4, 100, generator=gen).to(dtype)
     before = full.clone()
@@ -162,6 +162,60 @@ def test_apply_bitmask_on_cpu_writes_through_strided_views(dtype):
     expected = reference_apply(before[:, 1].float(), allowed).to(dtype)
     assert torch.equal(full[:, 1], expected)
     assert torch.equal(full[:, [0, 2, 3]], before[:, [0, 2, 3]])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("chunk", [None, 1])
+def test_cpu_blend_is_bit_identical_to_a_select_for_special_values(monkeypatch, dtype, chunk):
+    """The CPU blend rewrites bit patterns: an allowed NaN, +inf, -inf or
+    -0.0 keeps its exact bits, a refused one becomes -inf's; with lanes
+    built one row at a time (``chunk`` 1) as with the whole batch at once;
+    the select path is never taken for these dtypes (at any size: the
+    floor below which the select runs instead is lifted)."""
+    import constrain_api.masks as masks_module
+
+    monkeypatch.setattr(masks_module, "_BLEND_LEAST", 0)
+    if chunk is not None:
+        monkeypatch.setattr(masks_module, "_BLEND_CHUNK", chunk)
+
+    def no_select(*args):
+        raise AssertionError("the select path ran")
+
+    monkeypatch.setattr(masks_module, "_refused_on_cpu", no_select)
+    gen = torch.Generator().manual_seed(3)
+    vocab, width = 75, 80
+    specials = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0, 0.0])
+    logits = torch.randn(5, width, generator=gen)
+    logits[:, :5] = specials
+    logits[:, 40:45] = specials
+    logits = logits.to(dtype)
+    allowed = torch.rand(5, vocab, generator=gen) < 0.5
+    allowed[:, :5] = True  # the specials allowed, then refused further on
+    allowed[:, 40:45] = False
+    allowed[1] = False
+    allowed[2] = True
+    expected = reference_apply(logits, allowed)
+    apply_bitmask_(logits, bitmask_from_bool(allowed), vocab_size=vocab)
+    bits = torch.int16 if dtype != torch.float32 else torch.int32
+    assert torch.equal(logits.view(bits), expected.view(bits))
+    assert torch.isneginf(logits[:, vocab:]).all()
+
+
+def test_cpu_float64_and_few_logits_take_the_select():
+    import constrain_api.masks as masks_module
+
+    assert not masks_module._blend_on_cpu(
+        torch.zeros(1, 32), torch.zeros(1, 1, dtype=torch.int32), 32
+    )
+
+    assert not masks_module._blend_on_cpu(
+        torch.zeros(1, 32, dtype=torch.float64), torch.zeros(1, 1, dtype=torch.int32), 32
+    )
+    logits = torch.zeros(2, 40, dtype=torch.float64)
+    allowed = torch.zeros(2, 40, dtype=torch.bool)
+    allowed[0, 3] = allowed[1, 39] = True
+    apply_bitmask_(logits, bitmask_from_bool(allowed), vocab_size=40)
+    assert torch.isfinite(logits).nonzero().tolist() == [[0, 3], [1, 39]]
 
 
 def test_apply_bitmask_numpy_bitmask_and_wider_logits():
