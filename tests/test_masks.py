@@ -218,6 +218,20 @@ def test_cpu_float64_and_few_logits_take_the_select():
     assert torch.isfinite(logits).nonzero().tolist() == [[0, 3], [1, 39]]
 
 
+def test_cpu_apply_keeps_gradients_of_logits_that_require_them():
+    """Logits computed with autograd on (a model run outside inference mode)
+    are masked by ``masked_fill_``: the refused logits get no gradient, the
+    allowed ones theirs; neither the bit blend (not differentiable) nor the
+    select with ``out=`` (which autograd refuses) runs on them."""
+    weights = torch.randn(2, 20_000, requires_grad=True)
+    logits = weights * 2.0
+    allowed = torch.rand(2, 20_000, generator=torch.Generator().manual_seed(5)) < 0.5
+    apply_bitmask_(logits, bitmask_from_bool(allowed), vocab_size=20_000)
+    assert torch.equal(torch.isfinite(logits), allowed)
+    logits.sum().backward()  # (-inf, but a refused logit must pass on no gradient)
+    assert torch.equal(weights.grad, allowed.float() * 2.0)
+
+
 def test_apply_bitmask_numpy_bitmask_and_wider_logits():
     vocab, width = 70, 96  # the model pads its embedding rows past V
     allowed = np.zeros((2, vocab), dtype=bool)
