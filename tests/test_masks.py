@@ -146,11 +146,18 @@ def test_apply_bitmask_matches_bool_reference_bit_for_bit(batch, vocab):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
-def test_apply_bitmask_on_cpu_writes_through_strided_views(dtype):
+@pytest.mark.parametrize("blend_from", [None, 0])
+def test_apply_bitmask_on_cpu_writes_through_strided_views(monkeypatch, dtype, blend_from):
     """On a CPU the apply writes into the logits it is given, whatever their
     strides (the loop hands it a view of position 1 of ``[B, T, W]``
-    logits), in every float dtype (the bit blend for float32/16/bfloat16, a
-    select for float64), and leaves the other positions alone."""
+    logits), in every float dtype, and leaves the other positions alone:
+    through the select (these 300 logits are below the blend's floor; float64
+    always), and with the floor lifted (``blend_from`` 0) through the bit
+    blend for float32/16/bfloat16."""
+    import constrain_api.masks as masks_module
+
+    if blend_from is not None:
+        monkeypatch.setattr(masks_module, "_BLEND_LEAST", blend_from)
     gen = torch.Generator().manual_seed(7)
     full = torch.randn(3, 4, 100, generator=gen).to(dtype)
     before = full.clone()
