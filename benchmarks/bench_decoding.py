@@ -112,3 +112,26 @@ def test_loop_constrained(benchmark, setup, backend, workload):
     _record(benchmark, results, baseline)
     for result in results:  # a benchmark of wrong output measures nothing
         assert all(g.complete or g.truncated for g in result.sequences)
+
+
+def test_penalties_16x128256_cpu(benchmark):
+    """The loop's penalties on a batch of Llama-3-wide logits (repetition,
+    frequency and presence at once; 300 seen tokens a row, half of them
+    counted), the logits copy included as in ``bench_masks``."""
+    import torch
+
+    from constrain_api.decoding.decoders import Sampling, apply_penalties_
+
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(16, 128_256, generator=gen)
+    seen = torch.zeros(16, 128_256, dtype=torch.bool)
+    seen.scatter_(1, torch.randint(0, 128_256, (16, 300), generator=gen), True)
+    counts = torch.where(seen & (torch.rand(16, 128_256, generator=gen) < 0.5), 1.0, 0.0)
+    params = Sampling(repetition_penalty=1.1, frequency_penalty=0.5, presence_penalty=0.5)
+    work = logits.clone()
+
+    def run():
+        work.copy_(logits)
+        apply_penalties_(work, seen, counts, params)
+
+    benchmark(run)

@@ -120,8 +120,17 @@ def apply_penalties_(
     """Apply the penalties in place to ``[N, W]`` logits.
 
     ``seen`` (bool ``[N, W]``): tokens in the prompt or output so far;
-    ``counts`` (float ``[N, W]``): occurrences in the output so far.
+    ``counts`` (float ``[N, W]``): occurrences in the output so far, zero
+    wherever ``seen`` is False (the loop's batch keeps them so).
+
+    On a CPU only the seen logits are read and rewritten (a few hundred a
+    row), with the same arithmetic: the dense ops cost 1.5-6.7 ms a pass on
+    16 x 128k logits, the repetition penalty's select branching per element.
+    On a GPU the dense ops stay: finding the seen ids there would wait for
+    the device.
     """
+    if logits.device.type == "cpu" and logits.dim() == 2:
+        return _penalize_seen_(logits, seen, counts, params)
     if params.repetition_penalty != 1.0:
         p = params.repetition_penalty
         penalized = torch.where(logits > 0, logits / p, logits * p)
@@ -129,6 +138,28 @@ def apply_penalties_(
     if params.frequency_penalty or params.presence_penalty:
         logits -= counts * params.frequency_penalty
         logits -= (counts > 0).to(logits.dtype) * params.presence_penalty
+    return logits
+
+
+def _penalize_seen_(
+    logits: torch.Tensor, seen: torch.Tensor, counts: torch.Tensor, params: Sampling
+) -> torch.Tensor:
+    """:func:`apply_penalties_` on the seen logits of CPU tensors alone
+    (numpy finds them: 0.3 ms for 16 x 128k flags, torch's ``nonzero`` 0.6 ms)."""
+    flat = np.flatnonzero(seen.numpy())
+    if not flat.size:
+        return logits
+    rows, cols = np.divmod(flat, seen.shape[-1])
+    at = (torch.from_numpy(rows), torch.from_numpy(cols))
+    values = logits[at]
+    if params.repetition_penalty != 1.0:
+        p = params.repetition_penalty
+        values = torch.where(values > 0, values / p, values * p)
+    if params.frequency_penalty or params.presence_penalty:
+        seen_counts = counts[at]
+        values -= seen_counts * params.frequency_penalty
+        values -= (seen_counts > 0).to(values.dtype) * params.presence_penalty
+    logits[at] = values
     return logits
 
 

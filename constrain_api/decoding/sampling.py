@@ -51,8 +51,11 @@ class SampleStep:
         x = logits if in_order else logits[_on(dev, judged)]
         seen = loop.batch.seen
         if seen is not None:
-            index_rows = _on(dev, [where[j][0] for j in judged])
-            apply_penalties_(x, seen[index_rows], loop.batch.counts[index_rows], params)
+            counts, batch_rows = loop.batch.counts, [where[j][0] for j in judged]
+            if batch_rows != list(range(seen.shape[0])):  # (else no copy of [N, W] flags)
+                index_rows = _on(dev, batch_rows)
+                seen, counts = seen[index_rows], counts[index_rows]
+            apply_penalties_(x, seen, counts, params)
         # the model's own pick: over the vocabulary (the columns past it are
         # refused by the mask too, so x keeps them refused); taken before the
         # mask is applied to x in place (shaped_raw may be x itself)

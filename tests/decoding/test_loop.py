@@ -1050,6 +1050,80 @@ def test_penalties():
     assert out.tolist() == [[2.0, -4.0, 1.0]]
 
 
+def _dense_penalties(logits, seen, counts, params):
+    """The penalties over every logit: what a GPU runs, the CPU's reference."""
+    out = logits.clone()
+    if params.repetition_penalty != 1.0:
+        p = params.repetition_penalty
+        out = torch.where(seen, torch.where(out > 0, out / p, out * p), out)
+    out -= counts * params.frequency_penalty
+    out -= (counts > 0).to(out.dtype) * params.presence_penalty
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(
+    "params",
+    [
+        Sampling(repetition_penalty=1.3),
+        Sampling(frequency_penalty=0.7, presence_penalty=0.2),
+        Sampling(repetition_penalty=0.8, frequency_penalty=0.5, presence_penalty=1.5),
+    ],
+    ids=["repetition", "frequency-presence", "all"],
+)
+def test_cpu_penalties_touch_only_seen_logits_bit_for_bit_as_the_dense_ops(dtype, params):
+    """On a CPU the penalties rewrite only the seen logits (prompt tokens
+    seen but not counted, output tokens counted), through a strided view as
+    the loop hands them; the result equals the dense ops bit for bit, a row
+    with nothing seen included."""
+    gen = torch.Generator().manual_seed(11)
+    full = (torch.randn(4, 3, 500, generator=gen) * 4).to(dtype)
+    full[:, :, 7] = 0.0
+    before = full.clone()
+    logits = full[:, 1]  # (a view of position 1)
+    seen = torch.rand(4, 500, generator=gen) < 0.05
+    seen[:, 7] = True
+    seen[2] = False
+    counts = torch.where(seen & (torch.rand(4, 500, generator=gen) < 0.5), 2.0, 0.0)
+    expected = _dense_penalties(logits, seen, counts, params)
+    out = apply_penalties_(logits, seen, counts, params)
+    assert out.data_ptr() == logits.data_ptr()
+    bits = torch.int16 if dtype == torch.bfloat16 else torch.int32
+    assert torch.equal(full[:, 1].view(bits), expected.view(bits))
+    assert torch.equal(full[:, [0, 2]], before[:, [0, 2]])
+    assert torch.equal(full[2, 1], before[2, 1])
+    assert not torch.equal(full[:, 1], before[:, 1])  # (the penalties did something)
+
+
+@pytest.mark.parametrize("kind", ["json_schema", "grammar"])
+@pytest.mark.parametrize(
+    "decoder", [argmax(), sample(1, temperature=0.8)], ids=["argmax", "sample"]
+)
+def test_the_loop_penalizes_seen_logits_as_the_dense_ops_would(
+    monkeypatch, vocab, model, compiled, kind, decoder
+):
+    """The loop with all three penalties decodes the same tokens with the
+    same scores whether a CPU rewrites only the seen logits or runs the
+    dense ops, over batches whose rows pick, are forced and finish."""
+    import constrain_api.decoding.decoders as decoders_module
+
+    prompts = [[vocab.eos_id], [vocab.eos_id, 5], [vocab.eos_id, 9, 9]]
+    options = dict(
+        max_len=24, seed=3, repetition_penalty=1.5, frequency_penalty=0.5, presence_penalty=0.3
+    )
+    fast = generate(model, vocab, prompts, compiled[kind], decoder, **options)
+
+    def dense(logits, seen, counts, params):
+        return logits.copy_(_dense_penalties(logits, seen, counts, params))
+
+    monkeypatch.setattr(decoders_module, "_penalize_seen_", dense)
+    slow = generate(model, vocab, prompts, compiled[kind], decoder, **options)
+    assert [g.token_ids for g in fast.sequences] == [g.token_ids for g in slow.sequences]
+    assert [g.score for g in fast.sequences] == [g.score for g in slow.sequences]
+    plain = generate(model, vocab, prompts, compiled[kind], decoder, max_len=24, seed=3)
+    assert [g.token_ids for g in plain.sequences] != [g.token_ids for g in fast.sequences]
+
+
 def test_frequency_penalty_steers_away_from_repeats(vocab):
     target = vocab.encode("aaaaaa")
     assert len(set(target)) < len(target)  # a repeated token, or the test means nothing
