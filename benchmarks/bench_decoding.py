@@ -13,10 +13,12 @@ from __future__ import annotations
 import statistics
 
 import pytest
+import torch
 from constrain_conformance.corpus import DATE_TIME, small_vocabulary
 
 import constrain_api as ca
 from constrain_api.decoding import generate, sample, tiny_model
+from constrain_api.decoding.decoders import Sampling, apply_penalties_
 
 #: A JSON object schema in the spirit of Koo et al.'s appendix C.4 workload.
 PERSON = {
@@ -118,10 +120,6 @@ def test_penalties_16x128256_cpu(benchmark):
     """The loop's penalties on a batch of Llama-3-wide logits (repetition,
     frequency and presence at once; 300 seen tokens a row, half of them
     counted), the logits copy included as in ``bench_masks``."""
-    import torch
-
-    from constrain_api.decoding.decoders import Sampling, apply_penalties_
-
     gen = torch.Generator().manual_seed(0)
     logits = torch.randn(16, 128_256, generator=gen)
     seen = torch.zeros(16, 128_256, dtype=torch.bool)

@@ -14,6 +14,8 @@ torch is only needed for the tensor helpers and :func:`apply_bitmask_`.
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -401,28 +403,22 @@ _BLEND_CHUNK = 1 << 19
 #: Below this many logits the select costs less than the blend's few ops.
 _BLEND_LEAST = 1 << 14
 
-_blend_constants: dict[Any, tuple[Any, int, Any, int]] = {}
 
-
+@functools.cache
 def _blend_kind(dtype: Any) -> tuple[Any, int, Any, int] | None:
     """For a logits dtype the blend handles (float32, float16, bfloat16 on a
     little-endian machine): the signed integer dtype of its width, the width
     in bits, the lane shifts and -inf's bit pattern; else None."""
-    kind = _blend_constants.get(dtype)
-    if kind is None and dtype not in _blend_constants:
-        import sys
+    import torch
 
-        import torch
-
-        ints = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
-        int_dtype = ints.get(dtype)
-        if int_dtype is not None and sys.byteorder == "little":
-            bits = torch.iinfo(int_dtype).bits
-            shifts = torch.arange(bits - 1, -1, -1, dtype=int_dtype)
-            minus_inf = torch.tensor(float("-inf"), dtype=dtype).view(int_dtype).item()
-            kind = (int_dtype, bits, shifts, minus_inf)
-        _blend_constants[dtype] = kind
-    return kind
+    ints = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+    int_dtype = ints.get(dtype)
+    if int_dtype is None or sys.byteorder != "little":
+        return None
+    bits = torch.iinfo(int_dtype).bits
+    shifts = torch.arange(bits - 1, -1, -1, dtype=int_dtype)
+    minus_inf = torch.tensor(float("-inf"), dtype=dtype).view(int_dtype).item()
+    return int_dtype, bits, shifts, minus_inf
 
 
 def _blend_on_cpu(logits: torch.Tensor, bitmask: torch.Tensor, vocab_size: int) -> bool:

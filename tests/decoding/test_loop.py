@@ -1071,11 +1071,15 @@ def _dense_penalties(logits, seen, counts, params):
     ],
     ids=["repetition", "frequency-presence", "all"],
 )
-def test_cpu_penalties_touch_only_seen_logits_bit_for_bit_as_the_dense_ops(dtype, params):
+@pytest.mark.parametrize("path", ["cpu", "dense"])
+def test_cpu_penalties_touch_only_seen_logits_bit_for_bit_as_the_dense_ops(path, dtype, params):
     """On a CPU the penalties rewrite only the seen logits (prompt tokens
     seen but not counted, output tokens counted), through a strided view as
     the loop hands them; the result equals the dense ops bit for bit, a row
-    with nothing seen included."""
+    with nothing seen included. ``dense``: the ops a GPU runs, here on a CPU."""
+    import constrain_api.decoding.decoders as decoders_module
+
+    penalize = apply_penalties_ if path == "cpu" else decoders_module._penalize_all_
     gen = torch.Generator().manual_seed(11)
     full = (torch.randn(4, 3, 500, generator=gen) * 4).to(dtype)
     full[:, :, 7] = 0.0
@@ -1086,7 +1090,7 @@ def test_cpu_penalties_touch_only_seen_logits_bit_for_bit_as_the_dense_ops(dtype
     seen[2] = False
     counts = torch.where(seen & (torch.rand(4, 500, generator=gen) < 0.5), 2.0, 0.0)
     expected = _dense_penalties(logits, seen, counts, params)
-    out = apply_penalties_(logits, seen, counts, params)
+    out = penalize(logits, seen, counts, params)
     assert out.data_ptr() == logits.data_ptr()
     bits = torch.int16 if dtype == torch.bfloat16 else torch.int32
     assert torch.equal(full[:, 1].view(bits), expected.view(bits))
