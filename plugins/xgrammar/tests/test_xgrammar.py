@@ -10,6 +10,7 @@ import random
 import numpy as np
 import pytest
 from constrain_conformance import checks, corpus, paths
+from constrain_xgrammar import ebnf
 from constrain_xgrammar.ebnf import grammar_ebnf, node_ebnf
 
 import constrain_api as ca
@@ -136,6 +137,54 @@ def test_ebnf_printing():
     ir = ca.lower_grammar(ca.Grammar('start: "x" NAME\nNAME: /[a-z]+/\n%ignore " "\n'))
     text = grammar_ebnf(ir)
     assert text.startswith("root ::= ign ") and "ign ::= (" in text
+
+
+#: Two ignored terminals, one of them lark's WS (one or more whitespace characters).
+IGNORING = r"""
+start: item+
+item: NAME | "(" item* ")"
+NAME: /[a-z]+/
+COMMENT: /#[^\n]*\n/
+%import common.WS
+%ignore WS
+%ignore COMMENT
+"""
+
+
+def test_a_run_of_ignored_whitespace_is_one_starred_class():
+    """``(WS)*`` cuts a run of n spaces into WS pieces in 2^(n-1) ways, all of
+    which XGrammar's Earley parser follows (up to 200 ms a token with
+    Llama-3): the run is spelled as ``[\\t\\n\\f\\r ]*``, one way to read it."""
+    grammar = "start: NAME\nNAME: /[a-z]+/\n%import common.WS\n%ignore WS\n"
+    ir = ca.lower_grammar(ca.Grammar(grammar))
+    runs = [line for line in grammar_ebnf(ir).splitlines() if line.startswith("ign ::= ")]
+    assert runs == ["ign ::= " + node_ebnf(parse_regex(r"[\t\n\f\r ]*"))]
+
+
+@pytest.mark.parametrize("spelling", ["automaton", "rule"])
+def test_runs_of_ignored_terminals_keep_the_oracles_masks(xg, vocab, naive, monkeypatch, spelling):
+    """Runs mixing two ignored terminals, spelled from the run's automaton or,
+    when that automaton is too big to build, as the rule ``(t1 | t2)*``:
+    exactly the oracle's masks either way."""
+    if spelling == "rule":
+
+        class TooBig:
+            @staticmethod
+            def from_node(node, **options):
+                raise ca.CompileLimitExceeded("dfa_states", 1, 2, "a stand-in for a big run")
+
+        monkeypatch.setattr(ebnf, "ByteDFA", TooBig)
+    spec = ca.Grammar(IGNORING)
+    runs = [line for line in grammar_ebnf(ca.lower_grammar(spec)).splitlines() if "ign ::=" in line]
+    assert len(runs) == 1 and runs[0].startswith("ign ::= (t") == (spelling == "rule")
+    compiled, oracle = xg.compile(spec, vocab), naive.compile(spec, vocab)
+    doc = "  ab # note\n\t(cd  \n# x\n\n  e)   \n#\n"
+    rng = random.Random(1)
+    token_paths = [paths.natural(vocab, doc), paths.byte_by_byte(vocab, doc)]
+    token_paths += [paths.random_path(oracle, rng, 24) for _ in range(4)]
+    for path in token_paths:
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, result.describe(vocab)
 
 
 def test_strided_and_fortran_rows_are_filled_without_touching_other_rows(xg, vocab):
