@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 
 from .dfa import DEFAULT_MAX_STATES, ByteDFA, byte_segments, check_nfa_size, nfa_limit
-from .elimination import dfa_to_node, dfa_to_regex
+from .elimination import char_edges, dfa_to_node, dfa_to_regex
 from .lazy import LazyDFA, TermTable, regex_automaton
 from .printer import to_regex
 from .regex import (
@@ -67,6 +67,7 @@ __all__ = [
     "TermTable",
     "alt",
     "byte_segments",
+    "char_edges",
     "check_nfa_size",
     "code_digest",
     "dfa_to_node",

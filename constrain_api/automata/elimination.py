@@ -23,7 +23,7 @@ from .dfa import ByteDFA
 from .printer import to_regex
 from .regex import CharSet, Empty, Node, alt, repeat, seq
 
-__all__ = ["dfa_to_node", "dfa_to_regex"]
+__all__ = ["char_edges", "dfa_to_node", "dfa_to_regex"]
 
 # (first byte range, continuation count, payload bits of the first byte)
 _LEADS = (
@@ -45,8 +45,10 @@ def _runs(row: list[int], lo: int, hi: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def _char_edges(dfa: ByteDFA, state: int) -> dict[int, list[tuple[int, int]]]:
-    """Target state → code-point ranges leading there from ``state``."""
+def char_edges(dfa: ByteDFA, state: int) -> dict[int, list[tuple[int, int]]]:
+    """Target state → code-point ranges leading there from ``state``: the
+    byte transitions of whole UTF-8 characters (the states inside a
+    character's bytes skipped), for automata over valid UTF-8."""
     rows = dfa.rows
     edges: dict[int, list[tuple[int, int]]] = {}
 
@@ -102,7 +104,7 @@ def dfa_to_node(dfa: ByteDFA, *, max_size: int = 20_000) -> Node:
     for s in range(n):
         if dfa.accept[s]:
             add(s, final, Empty(), 0)
-        for target, ranges in _char_edges(dfa, s).items():
+        for target, ranges in char_edges(dfa, s).items():
             add(s, target, CharSet(tuple(ranges)), 1 + len(ranges))
     for q in sorted(range(n), key=lambda x: len(in_edges[x]) * len(out_edges[x])):
         loop = out_edges[q].pop(q, None)

@@ -31,9 +31,9 @@ from constrain_api import (
     UnsupportedConstraint,
     Vocabulary,
 )
-from constrain_api.automata import DEFAULT_MAX_STATES, check_nfa_size, nfa_limit
+from constrain_api.automata import DEFAULT_MAX_STATES, Node, check_nfa_size, nfa_limit
 
-from .ebnf import NAME, grammar_ebnf, node_ebnf
+from .ebnf import NAME, automaton_rules, grammar_ebnf
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
 JSON_MODES = ("engine", "lowering")
@@ -60,9 +60,12 @@ class XGrammarCompiler(BaseCompiler):
         return None
 
     def compile_regular(self, language, spec, options) -> XGrammarCompiled:
-        node = language.regex_node()
-        check_nfa_size(node, options.max_nfa_states, "counted before XGrammar expands it")
-        text = f"root ::= {node_ebnf(node)}\n"
+        def expression() -> Node:  # (past MAX_RULE_STATES: counted before XGrammar expands it)
+            node = language.regex_node()
+            check_nfa_size(node, options.max_nfa_states, "counted before XGrammar expands it")
+            return node
+
+        text = "\n".join(automaton_rules(language.dfa, expression, "root")) + "\n"
         return self._compiled(spec, lambda: self.engine.compile_grammar(text))
 
     def compile_grammar(self, grammar, spec, options) -> XGrammarCompiled:

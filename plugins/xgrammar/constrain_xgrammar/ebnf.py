@@ -4,20 +4,32 @@ XGrammar matches characters with a pushdown automaton (an Earley parser
 over character-level rules): it has no lexer, so a grammar's terminals are
 plain rules and any tokenization of the text is followed.
 
-* ``Regex``, ``Choice`` and regular JSON schemas: the core's regex AST
-  (``Regular.node``) printed as EBNF (``node_ebnf``) — no second regex
-  dialect is involved, so the language is the core's by construction.
+* ``Regex``, ``Choice`` and regular JSON schemas: the core's minimal
+  automaton printed as right-linear rules, one per state (``dfa_rules``);
+  past ``MAX_RULE_STATES`` states, the core's regex AST printed as one
+  expression (``node_ebnf``). Either way no second regex dialect is
+  involved, so the language is the core's by construction.
 * ``Grammar``: the core's ``GrammarIR`` as EBNF rules (``grammar_ebnf``),
-  every terminal a rule printed from its AST (a shortest-match terminal from
-  its shortest-match automaton), and the ``%ignore``d terminals written out:
-  a run of them at the start and after every terminal, printed from the
-  run's minimal automaton (``ignored_run``), so the parser reads a run one
-  way only.
+  every terminal printed the same way from its automaton (or AST), and the
+  ``%ignore``d terminals written out: a run of them at the start and after
+  every terminal, printed from the run's minimal automaton, so the parser
+  reads a run one way only.
+
+Why rules per state: XGrammar decides most tokens once, at compile time,
+for each place in a rule; a token that runs past the end of the rule it
+starts in is checked again at every step, against the stack. A regex's
+repetition is a rule of its own that ends after each repeated item, so in
+a JSON string most of Llama-3's vocabulary is checked at every step (40-75
+ms a step); right-linear rules end only where the language does, so
+tokens are decided at compile time (a few µs a step), for a compile that
+scans the vocabulary once per state.
 """
 
 from __future__ import annotations
 
-from constrain_api import CompileLimitExceeded, GrammarIR, UnsupportedConstraint
+from collections.abc import Callable
+
+from constrain_api import CompileLimitExceeded, GrammarIR, Terminal, UnsupportedConstraint
 from constrain_api.automata import (
     Alt,
     ByteDFA,
@@ -28,6 +40,7 @@ from constrain_api.automata import (
     Repeat,
     Seq,
     alt,
+    char_edges,
     dfa_to_node,
     repeat,
 )
@@ -40,6 +53,10 @@ NAME = "xgrammar"
 MAX_COUNT = 128
 #: The empty language: a class of every character, negated.
 NOTHING = "[^\\U00000000-\\U0010FFFF]"
+#: The most automaton states printed as rules: XGrammar's compile scans the
+#: vocabulary once per state (with Llama-3's, 0.1-3 ms a state); a bigger
+#: automaton is printed from its regex AST.
+MAX_RULE_STATES = 4096
 
 
 def node_ebnf(node: Node) -> str:
@@ -106,32 +123,66 @@ def grammar_ebnf(ir: GrammarIR) -> str:
             parts = [names[s] + (skip if ir.is_terminal(s) else "") for s in rule.rhs]
             options.append(" ".join(parts) if parts else '""')
         lines.append(f"{names[lhs]} ::= " + " | ".join(options))
-    nodes = {name: _terminal_node(terminal) for name, terminal in ir.terminals.items()}
-    for name, node in nodes.items():
-        lines.append(f"{names[name]} ::= {node_ebnf(node)}")
+    for name, terminal in ir.terminals.items():
+        lines += _terminal_rules(terminal, names[name])
     if ir.ignore:
-        run = ignored_run([nodes[n] for n in ir.ignore])
-        lines.append("ign ::= " + (run or "(" + " | ".join(names[n] for n in ir.ignore) + ")*"))
+        lines += _ignored_run_rules(ir, names)
     return "\n".join(lines) + "\n"
 
 
-def _terminal_node(terminal) -> Node:
+def dfa_rules(dfa: ByteDFA, name: str) -> list[str]:
+    """Right-linear rules with ``dfa``'s language (valid UTF-8 strings) as
+    rule ``name``: one rule per state met at a character boundary, the start
+    state's named ``name``, each other state's ``name_qK``: ``""`` where the
+    state accepts, and a character class followed by the next state's rule
+    for each state its characters lead to."""
+    rule = {dfa.start: name}
+    order = [dfa.start]
+    lines = []
+    for state in order:  # (grows as new states are met)
+        options = ['""'] if dfa.accept[state] else []
+        for target, ranges in char_edges(dfa, state).items():
+            if target not in rule:
+                rule[target] = f"{name}_q{len(order)}"
+                order.append(target)
+            options.append(node_ebnf(CharSet(tuple(ranges))) + " " + rule[target])
+        lines.append(f"{rule[state]} ::= " + (" | ".join(options) if options else NOTHING))
+    return lines
+
+
+def automaton_rules(dfa: Callable[..., ByteDFA], node: Callable[[], Node], name: str) -> list[str]:
+    """Rule ``name``: ``dfa_rules`` of the automaton ``dfa(max_states=...)``
+    builds, or, when it has over ``MAX_RULE_STATES`` states, one expression
+    printed from the AST ``node()`` (the same language)."""
+    try:
+        automaton = dfa(max_states=MAX_RULE_STATES)
+    except CompileLimitExceeded:
+        return [f"{name} ::= {node_ebnf(node())}"]
+    return dfa_rules(automaton.minimize(), name)
+
+
+def _terminal_rules(terminal: Terminal, name: str) -> list[str]:
+    """A grammar terminal as rule ``name``."""
+    return automaton_rules(terminal.dfa, lambda: _terminal_ast(terminal), name)
+
+
+def _terminal_ast(terminal: Terminal) -> Node:
     """A terminal's AST (a shortest-match terminal's from its automaton)."""
     return dfa_to_node(terminal.dfa()) if terminal.shortest else terminal.ast()
 
 
-def ignored_run(terminals: list[Node]) -> str | None:
-    """The EBNF of a run of the ignored ``terminals`` (any number, in any
+def _ignored_run_rules(ir: GrammarIR, names: dict[str, str]) -> list[str]:
+    """Rule ``ign``: a run of ``ir``'s ignored terminals (any number, in any
     order), printed from the run's minimal automaton: for lark's ``WS``
-    (``[ \\t\\f\\r\\n]+``) one starred character class; ``None`` when that
-    automaton is too big to build or print (the caller then writes the rule
-    ``(t1 | t2 | ...)*``). That rule has the same language, but XGrammar's
-    Earley parser follows every way of cutting a run into pieces (2^(n-1)
-    for n spaces of ``WS``): with Llama-3's vocabulary its ``accept_token``
-    took up to 200 ms a token in whitespace runs, 7.6 s along 768 tokens of
-    DOMINO's JSON that this spelling reads in 3 ms."""
+    (``[ \\t\\f\\r\\n]+``) one state looping on a class. The rule
+    ``(WS)*`` has the same language, but XGrammar's Earley parser follows
+    every way of cutting a run into pieces (2^(n-1) for n spaces of ``WS``):
+    with Llama-3's vocabulary its ``accept_token`` took up to 200 ms a token
+    in whitespace runs, 7.6 s along 768 tokens of DOMINO's JSON that a
+    single class reads in 3 ms. When that automaton is too big to build, the
+    rule ``(t1 | t2 | ...)*`` over the terminals' rules (``names``)."""
+    run = repeat(alt(*(_terminal_ast(ir.terminals[n]) for n in ir.ignore)), 0, None)
     try:
-        run = ByteDFA.from_node(repeat(alt(*terminals), 0, None))
-        return node_ebnf(dfa_to_node(run))
+        return dfa_rules(ByteDFA.from_node(run, max_states=MAX_RULE_STATES), "ign")
     except CompileLimitExceeded:
-        return None
+        return ["ign ::= (" + " | ".join(names[n] for n in ir.ignore) + ")*"]

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from constrain_conformance import checks, corpus, paths
 from constrain_xgrammar import ebnf
-from constrain_xgrammar.ebnf import grammar_ebnf, node_ebnf
+from constrain_xgrammar.ebnf import dfa_rules, grammar_ebnf, node_ebnf
 
 import constrain_api as ca
-from constrain_api.automata import CharSet, parse_regex
+from constrain_api.automata import ByteDFA, CharSet, parse_regex
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +55,8 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_masks_equal_the_oracles_on_the_corpus(xg, vocab, naive, case):
     """Natural, byte-by-byte and random paths: exactly the oracle's masks
-    (JSON schemas through the core's lowering; those it lowers to an
-    intersection of automata have no EBNF spelling and are refused)."""
-    if case.name in corpus.TEXTLESS_CASES:
-        with pytest.raises(ca.UnsupportedConstraint, match="intersection"):
-            xg.compile(case.spec, vocab)
-        return
+    (JSON schemas through the core's lowering, those it lowers to an
+    intersection of automata included: printed from their automaton)."""
     compiled = xg.compile(case.spec, vocab)
     oracle = naive.compile(case.spec, vocab)
     rng = random.Random(0)
@@ -136,7 +132,13 @@ def test_ebnf_printing():
     assert node_ebnf(CharSet(())) == "[^\\U00000000-\\U0010FFFF]"
     ir = ca.lower_grammar(ca.Grammar('start: "x" NAME\nNAME: /[a-z]+/\n%ignore " "\n'))
     text = grammar_ebnf(ir)
-    assert text.startswith("root ::= ign ") and "ign ::= (" in text
+    assert text.startswith("root ::= ign ") and "\nign ::= " in text
+    # right-linear rules, one per state at a character boundary (é's second byte has none)
+    assert dfa_rules(ByteDFA.from_node(parse_regex("ab*|é")), "r") == [
+        "r ::= [\\U00000061] r_q1 | [\\U000000E9] r_q2",
+        'r_q1 ::= "" | [\\U00000062] r_q1',
+        'r_q2 ::= ""',
+    ]
 
 
 #: Two ignored terminals, one of them lark's WS (one or more whitespace characters).
@@ -151,14 +153,15 @@ COMMENT: /#[^\n]*\n/
 """
 
 
-def test_a_run_of_ignored_whitespace_is_one_starred_class():
+def test_a_run_of_ignored_whitespace_is_one_state_looping_on_a_class():
     """``(WS)*`` cuts a run of n spaces into WS pieces in 2^(n-1) ways, all of
     which XGrammar's Earley parser follows (up to 200 ms a token with
-    Llama-3): the run is spelled as ``[\\t\\n\\f\\r ]*``, one way to read it."""
+    Llama-3): the run is printed from its automaton, one state looping on
+    ``[\\t\\n\\f\\r ]``, one way to read it."""
     grammar = "start: NAME\nNAME: /[a-z]+/\n%import common.WS\n%ignore WS\n"
     ir = ca.lower_grammar(ca.Grammar(grammar))
-    runs = [line for line in grammar_ebnf(ir).splitlines() if line.startswith("ign ::= ")]
-    assert runs == ["ign ::= " + node_ebnf(parse_regex(r"[\t\n\f\r ]*"))]
+    runs = [line for line in grammar_ebnf(ir).splitlines() if line.startswith("ign")]
+    assert runs == ['ign ::= "" | ' + node_ebnf(parse_regex(r"[\t\n\f\r ]")) + " ign"]
 
 
 @pytest.mark.parametrize("spelling", ["automaton", "rule"])
@@ -175,8 +178,10 @@ def test_runs_of_ignored_terminals_keep_the_oracles_masks(xg, vocab, naive, monk
 
         monkeypatch.setattr(ebnf, "ByteDFA", TooBig)
     spec = ca.Grammar(IGNORING)
-    runs = [line for line in grammar_ebnf(ca.lower_grammar(spec)).splitlines() if "ign ::=" in line]
-    assert len(runs) == 1 and runs[0].startswith("ign ::= (t") == (spelling == "rule")
+    lines = grammar_ebnf(ca.lower_grammar(spec)).splitlines()
+    assert lines[0].startswith("root ::= ign ")
+    runs = [line for line in lines if line.startswith("ign")]
+    assert runs[0].startswith("ign ::= (t") == (spelling == "rule")
     compiled, oracle = xg.compile(spec, vocab), naive.compile(spec, vocab)
     doc = "  ab # note\n\t(cd  \n# x\n\n  e)   \n#\n"
     rng = random.Random(1)
@@ -185,6 +190,18 @@ def test_runs_of_ignored_terminals_keep_the_oracles_masks(xg, vocab, naive, monk
     for path in token_paths:
         result = checks.compare_masks(compiled, oracle, path)
         assert result.exact, result.describe(vocab)
+
+
+@pytest.mark.parametrize("name", sorted(corpus.TEXTLESS_CASES))
+def test_an_intersection_past_the_rule_bound_is_refused(xg, vocab, monkeypatch, name):
+    """A language with an intersection (no regex text) is printed from its
+    automaton; past ``MAX_RULE_STATES`` states it would be printed from its
+    AST, which has no EBNF spelling: refused, naming why."""
+    case = next(c for c in corpus.CASES if c.name == name)
+    assert xg.compile(case.spec, vocab).checker().mask().count() > 0
+    monkeypatch.setattr(ebnf, "MAX_RULE_STATES", 1)
+    with pytest.raises(ca.UnsupportedConstraint, match="intersection"):
+        xg.compile(case.spec, vocab)
 
 
 def test_strided_and_fortran_rows_are_filled_without_touching_other_rows(xg, vocab):
