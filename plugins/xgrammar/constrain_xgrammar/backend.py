@@ -33,7 +33,7 @@ from constrain_api import (
 )
 from constrain_api.automata import DEFAULT_MAX_STATES, Node, check_nfa_size, nfa_limit
 
-from .ebnf import NAME, automaton_rules, grammar_ebnf
+from .ebnf import DEFAULT_MAX_RULE_STATES, NAME, automaton_rules, grammar_ebnf
 
 KINDS = frozenset({"regex", "choice", "grammar", "json_schema"})
 JSON_MODES = ("engine", "lowering")
@@ -60,18 +60,19 @@ class XGrammarCompiler(BaseCompiler):
         return None
 
     def compile_regular(self, language, spec, options) -> XGrammarCompiled:
-        def expression() -> Node:  # (past MAX_RULE_STATES: counted before XGrammar expands it)
+        def expression() -> Node:  # (past max_rule_states: counted before XGrammar expands it)
             node = language.regex_node()
             check_nfa_size(node, options.max_nfa_states, "counted before XGrammar expands it")
             return node
 
-        text = "\n".join(automaton_rules(language.dfa, expression, "root")) + "\n"
+        rules = automaton_rules(language.dfa, expression, "root", options.max_rule_states)
+        text = "\n".join(rules) + "\n"
         return self._compiled(spec, lambda: self.engine.compile_grammar(text))
 
     def compile_grammar(self, grammar, spec, options) -> XGrammarCompiled:
         for name, terminal in grammar.ir.terminals.items():
             check_nfa_size(terminal.ast(), options.max_nfa_states, f"terminal {name}")
-        text = grammar_ebnf(grammar.ir)
+        text = grammar_ebnf(grammar.ir, options.max_rule_states)
         return self._compiled(spec, lambda: self.engine.compile_grammar(text))
 
     def _compiled(self, spec, compile_: Any) -> XGrammarCompiled:
@@ -103,25 +104,34 @@ class XGrammarBackend(BaseBackend):
     ``max_nfa_states`` (also per ``compile``; default 401,000, the core's
     NFA bound): a regex (or a grammar terminal) that expands to more NFA
     states (counted on its AST) is refused before XGrammar, which cannot be
-    interrupted, expands it. XGrammar builds no DFA, so it has no
-    ``max_states``.
+    interrupted, expands it; ``max_rule_states`` (also per ``compile``;
+    default 4,096; 0: none): a regular constraint, grammar terminal or run
+    of ignored terminals whose minimal automaton has at most this many
+    states is printed as one rule per state, whose tokens XGrammar decides
+    at compile time (steps of µs, a compile that scans the vocabulary once
+    per state); a bigger one as one expression, whose repetitions XGrammar
+    checks at every step (README).
     """
 
     name = NAME
     compiler_class = XGrammarCompiler
-    compile_options = ("max_nfa_states",)
+    compile_options = ("max_nfa_states", "max_rule_states")
 
     def __init__(
         self,
         json_schema: str = "lowering",
         max_threads: int = 1,
         max_nfa_states: int = nfa_limit(DEFAULT_MAX_STATES),
+        max_rule_states: int = DEFAULT_MAX_RULE_STATES,
     ):
         if json_schema not in JSON_MODES:
             raise ValueError(f"json_schema must be one of {JSON_MODES}, got {json_schema!r}")
         self.json_schema = json_schema
         self.max_threads = max_threads
         self.max_nfa_states = max_nfa_states
+        if type(max_rule_states) is not int or max_rule_states < 0:
+            raise ValueError(f"max_rule_states must be an int >= 0, got {max_rule_states!r}")
+        self.max_rule_states = max_rule_states
         exact = {"regex", "choice", "grammar"}
         if json_schema == "lowering":
             exact.add("json_schema")

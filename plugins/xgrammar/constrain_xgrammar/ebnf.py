@@ -6,8 +6,8 @@ plain rules and any tokenization of the text is followed.
 
 * ``Regex``, ``Choice`` and regular JSON schemas: the core's minimal
   automaton printed as right-linear rules, one per state (``dfa_rules``);
-  past ``MAX_RULE_STATES`` states, the core's regex AST printed as one
-  expression (``node_ebnf``). Either way no second regex dialect is
+  past ``max_states`` states (the backend's ``max_rule_states``), the
+  core's regex AST printed as one expression (``node_ebnf``). Either way no second regex dialect is
   involved, so the language is the core's by construction.
 * ``Grammar``: the core's ``GrammarIR`` as EBNF rules (``grammar_ebnf``),
   every terminal printed the same way from its automaton (or AST), and the
@@ -53,10 +53,11 @@ NAME = "xgrammar"
 MAX_COUNT = 128
 #: The empty language: a class of every character, negated.
 NOTHING = "[^\\U00000000-\\U0010FFFF]"
-#: The most automaton states printed as rules: XGrammar's compile scans the
-#: vocabulary once per state (with Llama-3's, 0.1-3 ms a state); a bigger
-#: automaton is printed from its regex AST.
-MAX_RULE_STATES = 4096
+#: The most automaton states printed as rules by default (the backend's
+#: ``max_rule_states``): XGrammar's compile scans the vocabulary once per
+#: state (with Llama-3's, up to a few ms a state); a bigger automaton is
+#: printed from its regex AST.
+DEFAULT_MAX_RULE_STATES = 4096
 
 
 def node_ebnf(node: Node) -> str:
@@ -111,8 +112,9 @@ def _range(lo: int, hi: int) -> str:
     return f"\\U{lo:08X}" if lo == hi else f"\\U{lo:08X}-\\U{hi:08X}"
 
 
-def grammar_ebnf(ir: GrammarIR) -> str:
-    """``ir`` as EBNF rules with root ``root`` (see the module docstring)."""
+def grammar_ebnf(ir: GrammarIR, max_states: int = DEFAULT_MAX_RULE_STATES) -> str:
+    """``ir`` as EBNF rules with root ``root`` (see the module docstring;
+    ``max_states``: the most states of a terminal printed as rules)."""
     names = {lhs: f"r{i}" for i, lhs in enumerate(ir.nonterminals)}
     names.update({t: f"t{i}" for i, t in enumerate(ir.terminals)})
     skip = " ign" if ir.ignore else ""
@@ -124,9 +126,9 @@ def grammar_ebnf(ir: GrammarIR) -> str:
             options.append(" ".join(parts) if parts else '""')
         lines.append(f"{names[lhs]} ::= " + " | ".join(options))
     for name, terminal in ir.terminals.items():
-        lines += _terminal_rules(terminal, names[name])
+        lines += _terminal_rules(terminal, names[name], max_states)
     if ir.ignore:
-        lines += _ignored_run_rules(ir, names)
+        lines += _ignored_run_rules(ir, names, max_states)
     return "\n".join(lines) + "\n"
 
 
@@ -150,20 +152,24 @@ def dfa_rules(dfa: ByteDFA, name: str) -> list[str]:
     return lines
 
 
-def automaton_rules(dfa: Callable[..., ByteDFA], node: Callable[[], Node], name: str) -> list[str]:
+def automaton_rules(
+    dfa: Callable[..., ByteDFA], node: Callable[[], Node], name: str, max_states: int
+) -> list[str]:
     """Rule ``name``: ``dfa_rules`` of the automaton ``dfa(max_states=...)``
-    builds, or, when it has over ``MAX_RULE_STATES`` states, one expression
-    printed from the AST ``node()`` (the same language)."""
+    builds, or, when it has over ``max_states`` states (0: always), one
+    expression printed from the AST ``node()`` (the same language)."""
     try:
-        automaton = dfa(max_states=MAX_RULE_STATES)
+        if max_states <= 0:
+            raise CompileLimitExceeded("rule_states", max_states)
+        automaton = dfa(max_states=max_states)
     except CompileLimitExceeded:
         return [f"{name} ::= {node_ebnf(node())}"]
     return dfa_rules(automaton.minimize(), name)
 
 
-def _terminal_rules(terminal: Terminal, name: str) -> list[str]:
+def _terminal_rules(terminal: Terminal, name: str, max_states: int) -> list[str]:
     """A grammar terminal as rule ``name``."""
-    return automaton_rules(terminal.dfa, lambda: _terminal_ast(terminal), name)
+    return automaton_rules(terminal.dfa, lambda: _terminal_ast(terminal), name, max_states)
 
 
 def _terminal_ast(terminal: Terminal) -> Node:
@@ -171,7 +177,7 @@ def _terminal_ast(terminal: Terminal) -> Node:
     return dfa_to_node(terminal.dfa()) if terminal.shortest else terminal.ast()
 
 
-def _ignored_run_rules(ir: GrammarIR, names: dict[str, str]) -> list[str]:
+def _ignored_run_rules(ir: GrammarIR, names: dict[str, str], max_states: int) -> list[str]:
     """Rule ``ign``: a run of ``ir``'s ignored terminals (any number, in any
     order), printed from the run's minimal automaton: for lark's ``WS``
     (``[ \\t\\f\\r\\n]+``) one state looping on a class. The rule
@@ -179,10 +185,13 @@ def _ignored_run_rules(ir: GrammarIR, names: dict[str, str]) -> list[str]:
     every way of cutting a run into pieces (2^(n-1) for n spaces of ``WS``):
     with Llama-3's vocabulary its ``accept_token`` took up to 200 ms a token
     in whitespace runs, 7.6 s along 768 tokens of DOMINO's JSON that a
-    single class reads in 3 ms. When that automaton is too big to build, the
-    rule ``(t1 | t2 | ...)*`` over the terminals' rules (``names``)."""
+    single class reads in 3 ms. When that automaton has over ``max_states``
+    states, the rule ``(t1 | t2 | ...)*`` over the terminals' rules
+    (``names``)."""
     run = repeat(alt(*(_terminal_ast(ir.terminals[n]) for n in ir.ignore)), 0, None)
     try:
-        return dfa_rules(ByteDFA.from_node(run, max_states=MAX_RULE_STATES), "ign")
+        if max_states <= 0:
+            raise CompileLimitExceeded("rule_states", max_states)
+        return dfa_rules(ByteDFA.from_node(run, max_states=max_states), "ign")
     except CompileLimitExceeded:
         return ["ign ::= (" + " | ".join(names[n] for n in ir.ignore) + ")*"]

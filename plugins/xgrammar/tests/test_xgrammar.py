@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from constrain_conformance import checks, corpus, paths
 from constrain_xgrammar import ebnf
-from constrain_xgrammar.ebnf import dfa_rules, grammar_ebnf, node_ebnf
+from constrain_xgrammar.ebnf import automaton_rules, dfa_rules, grammar_ebnf, node_ebnf
 
 import constrain_api as ca
 from constrain_api.automata import ByteDFA, CharSet, parse_regex
@@ -125,6 +125,9 @@ def test_errors(vocab):
         ca.get("xgrammar").compile(ca.Regex(r"(a)\1"), vocab)
     with pytest.raises(TypeError, match="unknown compile options"):
         ca.get("xgrammar").compile(ca.Regex("a"), vocab, fast=True)
+    for bad in (-1, 2.5, "4096"):
+        with pytest.raises(ValueError, match="max_rule_states"):
+            ca.get("xgrammar", max_rule_states=bad)
 
 
 def test_ebnf_printing():
@@ -193,15 +196,35 @@ def test_runs_of_ignored_terminals_keep_the_oracles_masks(xg, vocab, naive, monk
 
 
 @pytest.mark.parametrize("name", sorted(corpus.TEXTLESS_CASES))
-def test_an_intersection_past_the_rule_bound_is_refused(xg, vocab, monkeypatch, name):
+def test_an_intersection_past_the_rule_bound_is_refused(xg, vocab, name):
     """A language with an intersection (no regex text) is printed from its
-    automaton; past ``MAX_RULE_STATES`` states it would be printed from its
+    automaton; past ``max_rule_states`` states it would be printed from its
     AST, which has no EBNF spelling: refused, naming why."""
     case = next(c for c in corpus.CASES if c.name == name)
     assert xg.compile(case.spec, vocab).checker().mask().count() > 0
-    monkeypatch.setattr(ebnf, "MAX_RULE_STATES", 1)
     with pytest.raises(ca.UnsupportedConstraint, match="intersection"):
-        xg.compile(case.spec, vocab)
+        xg.compile(case.spec, vocab, max_rule_states=0)
+
+
+@pytest.mark.parametrize("max_rule_states", [0, 3, 4096])
+def test_rules_or_expression_give_the_same_masks(xg, vocab, naive, max_rule_states):
+    """A regex and a grammar printed as rules per state, or past the bound
+    (0: always) as expressions: the oracle's masks either way, and the
+    spelling the bound says."""
+    for spec, doc in [
+        (ca.Regex(r"(ab|c)*d{1,3}"), "abcabdd"),
+        (ca.Grammar(IGNORING), "ab (cd # x\n e) "),
+    ]:
+        compiled = xg.compile(spec, vocab, max_rule_states=max_rule_states)
+        oracle = naive.compile(spec, vocab)
+        for path in (paths.natural(vocab, doc), paths.byte_by_byte(vocab, doc)):
+            result = checks.compare_masks(compiled, oracle, path)
+            assert result.exact, result.describe(vocab)
+    regex = ca.lower(ca.Regex(r"(ab|c)*d{1,3}"))
+    rules = automaton_rules(regex.dfa, regex.regex_node, "root", max_rule_states)
+    states = regex.dfa().num_states
+    assert 3 < states < 4096
+    assert len(rules) == (states if max_rule_states >= states else 1)
 
 
 def test_strided_and_fortran_rows_are_filled_without_touching_other_rows(xg, vocab):
