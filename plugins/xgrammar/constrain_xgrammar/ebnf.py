@@ -27,6 +27,8 @@ scans the vocabulary once per state.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import Callable
 
 from constrain_api import CompileLimitExceeded, GrammarIR, Terminal, UnsupportedConstraint
@@ -158,11 +160,11 @@ def automaton_rules(
     """Rule ``name``: ``dfa_rules`` of the automaton ``dfa(max_states=...)``
     builds, or, when it has over ``max_states`` states (0: always), one
     expression printed from the AST ``node()`` (the same language)."""
-    try:
-        if max_states <= 0:
-            raise CompileLimitExceeded("rule_states", max_states)
-        automaton = dfa(max_states=max_states)
-    except CompileLimitExceeded:
+    automaton = None
+    if max_states > 0:
+        with contextlib.suppress(CompileLimitExceeded):  # (too many states)
+            automaton = dfa(max_states=max_states)
+    if automaton is None:
         return [f"{name} ::= {node_ebnf(node())}"]
     return dfa_rules(automaton.minimize(), name)
 
@@ -179,19 +181,23 @@ def _terminal_ast(terminal: Terminal) -> Node:
 
 def _ignored_run_rules(ir: GrammarIR, names: dict[str, str], max_states: int) -> list[str]:
     """Rule ``ign``: a run of ``ir``'s ignored terminals (any number, in any
-    order), printed from the run's minimal automaton: for lark's ``WS``
-    (``[ \\t\\f\\r\\n]+``) one state looping on a class. The rule
-    ``(WS)*`` has the same language, but XGrammar's Earley parser follows
-    every way of cutting a run into pieces (2^(n-1) for n spaces of ``WS``):
-    with Llama-3's vocabulary its ``accept_token`` took up to 200 ms a token
-    in whitespace runs, 7.6 s along 768 tokens of DOMINO's JSON that a
-    single class reads in 3 ms. When that automaton has over ``max_states``
-    states, the rule ``(t1 | t2 | ...)*`` over the terminals' rules
-    (``names``)."""
+    order), printed from the run's minimal automaton, as rules or (past
+    ``max_states``) as one expression: for lark's ``WS``
+    (``[ \\t\\f\\r\\n]+``) one state looping on a class, or that class
+    starred. The rule ``(WS)*`` has the same language, but XGrammar's Earley
+    parser follows every way of cutting a run into pieces (2^(n-1) for n
+    spaces of ``WS``): with Llama-3's vocabulary its ``accept_token`` took up
+    to 200 ms a token in whitespace runs, 7.6 s along 768 tokens of DOMINO's
+    JSON that a single class reads in 3 ms. Only when the run's automaton is
+    too big to build or print, the rule ``(t1 | t2 | ...)*`` over the
+    terminals' rules (``names``)."""
     run = repeat(alt(*(_terminal_ast(ir.terminals[n]) for n in ir.ignore)), 0, None)
     try:
-        if max_states <= 0:
-            raise CompileLimitExceeded("rule_states", max_states)
-        return dfa_rules(ByteDFA.from_node(run, max_states=max_states), "ign")
+        return automaton_rules(
+            functools.partial(ByteDFA.from_node, run),
+            lambda: dfa_to_node(ByteDFA.from_node(run)),  # (a run read one way as well)
+            "ign",
+            max_states,
+        )
     except CompileLimitExceeded:
         return ["ign ::= (" + " | ".join(names[n] for n in ir.ignore) + ")*"]
