@@ -18,7 +18,7 @@ import operator
 import threading
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
@@ -28,6 +28,7 @@ from .masks import (
     BITMASK_DTYPE,
     TokenMask,
     allocate_bitmask,
+    bitmask_words,
     vocab_row,
 )
 from .protocols import CompileStats
@@ -369,6 +370,52 @@ class MatcherChecker(ABC):
                 view[:] = target
         finally:
             self._in_use.release()
+
+    @staticmethod
+    def fill_together(
+        checkers: Sequence[MatcherChecker],
+        bitmask: Any,
+        fill_live: Callable[[list[tuple[Any, int]], np.ndarray], None],
+    ) -> None:
+        """Fill row ``i`` of ``bitmask`` from ``checkers[i]`` with one call to
+        the engine: ``fill_live(pairs, words)`` writes the mask of each
+        ``(matcher, row)`` pair (the checkers not terminated) into row
+        ``row`` of ``words``, a C-contiguous 2-D int32 numpy array exactly as
+        wide as the vocabulary; terminated rows get 0, and every live row's
+        EOS, special and padding bits are set after it, as ``fill_mask``
+        does. Every checker is claimed for the call (``RuntimeError`` if one
+        is in use). For an engine's batched or parallel fill
+        (``Compiled.fill_masks``); a ``bitmask`` that is not such an array
+        is filled row by row with ``fill_mask`` instead."""
+        words = bitmask_words(checkers[0].vocab.size) if checkers else 0
+        if not (
+            type(bitmask) is np.ndarray
+            and bitmask.dtype == BITMASK_DTYPE
+            and bitmask.shape == (len(checkers), words)
+            and bitmask.flags.c_contiguous
+        ):
+            for i, checker in enumerate(checkers):
+                checker.fill_mask(bitmask, i)
+            return
+        claimed: list[MatcherChecker] = []
+        try:
+            for checker in checkers:
+                checker._claim()
+                claimed.append(checker)
+            live = []
+            for i, checker in enumerate(checkers):
+                if checker.terminated:
+                    bitmask[i] = 0
+                else:
+                    live.append((checker.matcher, i))
+            if live:
+                fill_live(live, bitmask)
+            for _, i in live:
+                checker = checkers[i]
+                checker._special_bits.finish_row(bitmask[i], checker.matcher_accepting())
+        finally:
+            for checker in claimed:
+                checker._in_use.release()
 
     def mask(self) -> TokenMask:
         """The allowed next tokens as a new ``TokenMask``."""

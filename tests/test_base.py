@@ -354,6 +354,47 @@ def test_a_checker_used_by_two_threads_at_once_raises_instead_of_racing(vocab):
     assert checker.rollback_depth == 1 and twin.rollback_depth == 2
 
 
+def test_matchers_filled_together_get_each_checkers_mask(vocab):
+    """``MatcherChecker.fill_together`` (an engine's batched fill): one call
+    gets the live rows' (matcher, row) pairs and the C-contiguous bitmask;
+    a terminated row gets 0 and EOS is set where the text is accepted, as
+    ``fill_mask`` does; a bitmask it cannot hand over is filled row by row;
+    a checker in use raises, and none is left claimed."""
+    compiled = ToyMatcherCompiled(Choice(OPTIONS), vocab, ca.CompileStats(0.0))
+    checkers = []
+    for path in ([], [A], [A, B], [A, B, EOS]):
+        checker = compiled.checker()
+        checker.update(path)
+        checkers.append(checker)
+    expected = np.stack([c.mask().words for c in checkers])
+    assert set(ca.TokenMask(expected[2], vocab.size)) == {EOS, C}  # "ab": EOS or "c"
+    assert not expected[3].any()
+    calls = []
+
+    def fill_live(pairs, words):
+        calls.append([row for _, row in pairs])
+        assert words.flags.c_contiguous and words.shape == expected.shape
+        for matcher, row in pairs:  # the engine's part: normal tokens only
+            allowed = np.zeros(words.shape[1] * 32, dtype=bool)
+            allowed[[t for t in vocab.normal_ids().tolist() if matcher.allows(t)]] = True
+            words[row] = ca.bitmask_from_bool(allowed[None, :])[0]
+
+    out = np.full(expected.shape, -1, dtype=np.int32)
+    ca.MatcherChecker.fill_together(checkers, out, fill_live)
+    assert calls == [[0, 1, 2]]
+    assert np.array_equal(out, expected)
+    strided = np.full((out.shape[0], 2 * out.shape[1]), -1, dtype=np.int32)[:, ::2]
+    for other in (strided, torch.full(out.shape, -1, dtype=torch.int32)):
+        ca.MatcherChecker.fill_together(checkers, other, fill_live)
+        assert np.array_equal(np.asarray(other), expected)
+    assert len(calls) == 1  # (row by row)
+    checkers[1]._in_use.acquire()  # another thread inside it
+    with pytest.raises(RuntimeError, match="in use by another thread"):
+        ca.MatcherChecker.fill_together(checkers, out, fill_live)
+    checkers[1]._in_use.release()
+    checkers[0].update([A])  # the checker claimed before the refusal was released
+
+
 def test_token_ids_must_be_integers_not_coerced(compiled, vocab):
     """``update([a + 0.9])`` once accepted ``a``; floats and numeric strings
     are refused with TypeError, numpy integers are ids."""

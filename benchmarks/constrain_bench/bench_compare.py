@@ -278,16 +278,13 @@ def loop_setup(vocab):
     pytest.importorskip("torch", reason="the decoding loop needs torch")
     import torch
 
-    from constrain_api.decoding import argmax, generate, random_model, tiny_model
+    from constrain_api.decoding import argmax, generate
 
-    if LOOP_MODEL == "tiny":
-        model = tiny_model(vocab, seed=0)
-        if model.device.type == "cpu":
-            # The model is tiny: one thread is fastest, and on a busy 2-core machine
-            # two spinning threads made forward passes seven times slower.
-            torch.set_num_threads(1)
-    else:
-        model = random_model(vocab, LOOP_MODEL, seed=0)
+    model = wl.build_loop_model(vocab, LOOP_MODEL)
+    if LOOP_MODEL == "tiny" and model.device.type == "cpu":
+        # The model is tiny: one thread is fastest, and on a busy 2-core machine
+        # two spinning threads made forward passes seven times slower.
+        torch.set_num_threads(1)
     # one prompt per row (the EOS id, then a token of its own), so the rows of
     # a batch decode different texts under argmax
     normal = vocab.normal_ids()

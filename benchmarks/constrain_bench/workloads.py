@@ -194,3 +194,12 @@ def loop_model() -> str:
     end-to-end stage, the embedded ``tiny_model`` or a key of
     ``constrain_api.decoding.MODEL_SHAPES`` (random weights, that shape)."""
     return os.environ.get("CONSTRAIN_BENCH_LOOP_MODEL", "tiny")
+
+
+def build_loop_model(vocab: ca.Vocabulary, name: str):
+    """The model ``name`` (as :func:`loop_model` gives it) for ``vocab``:
+    the embedded ``tiny_model`` or random weights of that shape, seed 0, on
+    CUDA when present."""
+    from constrain_api.decoding import random_model, tiny_model
+
+    return tiny_model(vocab, seed=0) if name == "tiny" else random_model(vocab, name, seed=0)

@@ -4,7 +4,8 @@
 # what this project needs beyond it on the GPU machine: numba for domino's compiled walk, and
 # its llvmlite, whose 170 MB library is stripped and packed (about 38 MB; the carry limit is
 # 64 MiB in all). Then `device run` with carry [".dev"] and
-#   source .dev/gpu-setup.sh; bash /tmp/proj/benchmarks/gpu/check.sh [tests|apply|passes|loop|all]
+#   source .dev/gpu-setup.sh; bash /tmp/proj/benchmarks/gpu/check.sh tests apply passes fills
+# then (a second call) the same with `loop` (benchmarks/README.md)
 set -euo pipefail
 root=$(git rev-parse --show-toplevel); cd "$root"
 bash ../shared/gpu/bundle.sh

@@ -6,33 +6,43 @@
 #   apply  the apply micro benchmark: the fused kernel, the torch path, XGrammar's kernel
 #   passes what a forward pass costs by its width, with and without holes in the attention
 #          mask, device time against the host's (passes.py; a few seconds)
+#   fills  llguidance's masks at batch 1 and 16: row by row against its parallel fill on the
+#          machine's cores, and each beside a forward pass in a worker thread (fills.py; ~30 s)
 #   loop   the end-to-end and speculative stages on random Llama-3.2-1B weights, bf16
 #          (backends: $BACKENDS, default domino fst llguidance naive; $LOOP_MODEL another shape)
-#   all    the four (about 9 minutes)
+#   all    the five (about 10 minutes)
+# Several parts may be named in one call. A call may run 10 minutes at most and the parts'
+# limits add up to 12, so two calls are safe: `check.sh tests apply passes fills`, `check.sh loop`.
 set -u
-part=${1:-all}
+parts=" ${*:-all} "
+want() { [[ "$parts" == *" $1 "* || "$parts" == *" all "* ]]; }
 out=${OUT:-/tmp/gpu-out}; mkdir -p "$out"
 cd "${PROJECT:-/tmp/proj}" || exit 1
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   python3 -c "import torch, transformers, triton, numba; print('torch', torch.__version__, 'transformers', transformers.__version__, 'triton', triton.__version__, 'numba', numba.__version__)"
 } > "$out/env.txt" 2>&1
-if [ "$part" = tests ] || [ "$part" = all ]; then
+if want tests; then
   CONSTRAIN_TEST_DEVICE=cuda timeout 120 python3 -m pytest -q -p no:cacheprovider -x \
     tests/test_masks.py tests/decoding > "$out/tests.txt" 2>&1
   echo "tests: exit $?" >> "$out/parts.txt"
 fi
-if [ "$part" = apply ] || [ "$part" = all ]; then
+if want apply; then
   timeout 90 python3 -m pytest -q -p no:cacheprovider benchmarks/bench_masks.py -k cuda \
     --benchmark-columns=min,median,max --benchmark-json "$out/apply.json" > "$out/apply.txt" 2>&1
   echo "apply: exit $?" >> "$out/parts.txt"
 fi
-if [ "$part" = passes ] || [ "$part" = all ]; then
+if want passes; then
   timeout 90 python3 benchmarks/gpu/passes.py --model "${LOOP_MODEL:-llama-3.2-1b}" \
     --out "$out/passes.json" > "$out/passes.txt" 2>&1
   echo "passes: exit $?" >> "$out/parts.txt"
 fi
-if [ "$part" = loop ] || [ "$part" = all ]; then
+if want fills; then
+  timeout 60 python3 benchmarks/gpu/fills.py --model "${LOOP_MODEL:-llama-3.2-1b}" \
+    --out "$out/fills.json" > "$out/fills.txt" 2>&1
+  echo "fills: exit $?" >> "$out/parts.txt"
+fi
+if want loop; then
   # $BACKENDS to split the stage over two calls; a loop whose masks alone are projected past
   # 30 s is skipped and the report says so (naive at batch 16: about a minute a workload)
   chosen=(); for b in ${BACKENDS:-domino fst llguidance naive}; do chosen+=(--backend "$b"); done

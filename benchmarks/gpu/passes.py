@@ -24,9 +24,7 @@ import sys
 import time
 
 import torch
-from constrain_bench.workloads import load_vocabulary
-
-from constrain_api.decoding import random_model, tiny_model
+from constrain_bench.workloads import build_loop_model, load_vocabulary
 
 
 def _time_pass(
@@ -74,10 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="a JSON file for the figures")
     args = parser.parse_args(argv)
     vocab = load_vocabulary(args.vocab)
-    if args.model == "tiny":
-        model = tiny_model(vocab, device="cuda" if torch.cuda.is_available() else "cpu")
-    else:
-        model = random_model(vocab, args.model)
+    model = build_loop_model(vocab, args.model)
     rows = []
     print(f"{args.model} on {model.device}, prompt {args.prompt} tokens, medians of {args.repeats}")
     print("batch  width  holes  device ms  host ms  vs width 1")

@@ -171,6 +171,9 @@ def test_grammar_lowered_schemas_meet_the_greedy_lexer(naive, vocab):
 def test_errors_and_limits(vocab):
     with pytest.raises(ValueError, match="json_schema"):
         ca.get("llguidance", json_schema="fast")
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="fill_threads"):
+            ca.get("llguidance", fill_threads=bad)
     with pytest.raises(ca.UnsupportedConstraint, match="additional_properties"):
         ca.get("llguidance").compile(ca.JsonSchema({}, additional_properties=False), vocab)
     with pytest.raises(ca.UnsupportedConstraint, match=r"backreference|lookaround|\\1"):
@@ -183,6 +186,68 @@ def test_errors_and_limits(vocab):
         c = checker.checker()
         _walk(c, vocab, b"2024-")
         c.mask()
+
+
+def test_the_parallel_fill_gives_each_checkers_mask(vocab, monkeypatch):
+    """``fill_threads=2``: one call to llguidance's parallel fill writes
+    every row as that checker's ``fill_mask`` does (a terminated row 0, EOS
+    where the text is accepted); a bitmask it cannot write through (a
+    column-major array, a torch tensor) is filled row by row, the same."""
+    import numpy as np
+    import torch
+    from constrain_llguidance import backend as llg_backend
+
+    calls = []
+    par = llg_backend.fill_next_token_bitmask_par
+    monkeypatch.setattr(
+        llg_backend, "fill_next_token_bitmask_par", lambda *a: calls.append(1) or par(*a)
+    )
+    compiled = ca.get("llguidance", fill_threads=2).compile(ca.Regex(corpus.DATE_TIME), vocab)
+    doc = "2024-11-22T01:23:45Z"
+    checkers = []
+    for end in (0, 3, 11, len(doc) - 1, len(doc)):
+        checker = compiled.checker()
+        _walk(checker, vocab, doc[:end].encode())
+        checkers.append(checker)
+    terminated = compiled.checker()
+    _walk(terminated, vocab, doc.encode())
+    terminated.update([vocab.eos_id])
+    checkers.append(terminated)
+    expected = np.stack([c.mask().words for c in checkers])
+    assert expected[-2].any() and not expected[-1].any()  # accepting, then terminated
+    assert len({row.tobytes() for row in expected}) == len(expected)
+
+    bitmask = ca.allocate_bitmask(len(checkers), vocab.size)
+    bitmask[:] = -1  # garbage the fill must overwrite
+    compiled.fill_masks(checkers, bitmask)
+    assert calls == [1]
+    np.testing.assert_array_equal(bitmask, expected)
+    column_major = np.asfortranarray(np.full_like(bitmask, -1))
+    tensor = torch.full(bitmask.shape, -1, dtype=torch.int32)
+    for other in (column_major, tensor):
+        compiled.fill_masks(checkers, other)
+        np.testing.assert_array_equal(np.asarray(other), expected)
+    assert calls == [1]  # (row by row)
+
+
+def test_the_parallel_fill_reports_the_engines_errors(vocab):
+    """A bound the engine hits while a parallel fill builds its lexer
+    lazily is ``CompileLimitExceeded``, as in ``fill_mask``; the checkers
+    are released for the next call."""
+    import numpy as np
+
+    compiled = ca.get("llguidance", max_lexer_states=3, fill_threads=2).compile(
+        ca.Regex(corpus.DATE_TIME), vocab
+    )
+    checkers = [compiled.checker(), compiled.checker()]
+    for c in checkers:
+        _walk(c, vocab, b"2")  # (the bound is hit by the next mask, not by this walk)
+    bitmask = ca.allocate_bitmask(2, vocab.size)
+    with pytest.raises(ca.CompileLimitExceeded, match="max_lexer_states"):
+        compiled.fill_masks(checkers, bitmask)
+    with pytest.raises(ca.CompileLimitExceeded):  # (not "in use by another thread")
+        compiled.fill_masks(checkers, bitmask)
+    assert np.asarray(bitmask).dtype == np.int32
 
 
 @pytest.mark.parametrize(
