@@ -542,15 +542,21 @@ class FSTChecker(StateChecker[int]):
 Config = tuple[int, Any]
 #: Positions (sets of configurations at token boundaries) whose closure is kept.
 KEEP_POSITIONS = 4096
+#: Tokens whose next position a closure remembers (the first ones taken from it).
+KEEP_STEPS = 64
+_UNSEEN = object()
 #: A closure larger than this means a grammar the left-recursion check missed.
 MAX_CLOSURE = 100_000
 
 
 class Closure:
     """Every configuration reachable from a position through parentheses,
-    grouped by state, with the union of their rows and whether EOS is allowed."""
+    grouped by state, with the union of their rows and whether EOS is allowed;
+    ``after`` remembers the position after each of the first ``KEEP_STEPS``
+    tokens taken from it (rows of a batch often take the same token at the
+    same place: a JSON grammar's punctuation)."""
 
-    __slots__ = ("accepting", "by_state", "row")
+    __slots__ = ("accepting", "after", "by_state", "row")
 
     def __init__(self, compiled: PushdownCompiled, position: frozenset[Config]):
         seen = set(position)
@@ -574,6 +580,7 @@ class Closure:
         rows = [info.row for info in infos if info.has_tokens]
         self.row = np.bitwise_or.reduce(rows) if rows else np.zeros_like(infos[0].row)
         self.accepting = any(info.accepting for info in infos)
+        self.after: dict[int, frozenset[Config] | None] = {}
 
 
 class PushdownCompiled(FSTCompiled):
@@ -601,12 +608,20 @@ class PushdownCompiled(FSTCompiled):
 
     def advance(self, position: frozenset[Config], token_id: int) -> frozenset[Config] | None:
         """The configurations after a token (None: not allowed)."""
+        closure = self.closure(position)
+        after = closure.after
+        found = after.get(token_id, _UNSEEN)
+        if found is not _UNSEEN:
+            return found
         out = set()
-        for s, stacks in self.closure(position).by_state.items():
+        for s, stacks in closure.by_state.items():
             nxt = self.state(s).advance(self.wild, token_id)
             if nxt is not None:
                 out.update((nxt, stack) for stack in stacks)
-        return frozenset(out) if out else None
+        found = frozenset(out) if out else None
+        if len(after) < KEEP_STEPS:  # (two threads may both compute it: the same value)
+            after[token_id] = found
+        return found
 
 
 class PushdownChecker(StateChecker[frozenset]):

@@ -49,6 +49,35 @@ def test_masks_equal_the_oracles(vocab, naive, name):
         assert result.exact, result.describe(vocab)
 
 
+def test_steps_remembered_at_a_position_keep_the_oracles_masks(vocab, naive, monkeypatch):
+    """A position remembers where each token taken from it leads (the rows
+    of a batch meet the same places): paths through one artifact keep the
+    oracle's masks where later ones take remembered steps (a step keyed
+    too loosely gives a wrong position), a remembered step is what a fresh
+    one computes, and a position remembers at most ``KEEP_STEPS`` tokens."""
+    from constrain_fst import backend as fst_backend
+
+    text, docs = GRAMMARS["json"]
+    spec = ca.Grammar(text)
+    compiled, oracle = ca.get("fst").compile(spec, vocab), naive.compile(spec, vocab)
+    for path in _paths(vocab, oracle, docs, "remembered", count=8):
+        result = checks.compare_masks(compiled, oracle, path)
+        assert result.exact, result.describe(vocab)
+    start = compiled.checker().state
+    closure = compiled.closure(start)
+    remembered = dict(closure.after)
+    assert len(remembered) >= 2  # (several first tokens were taken)
+    closure.after.clear()
+    for token, after in remembered.items():
+        assert compiled.advance(start, token) == after
+    monkeypatch.setattr(fst_backend, "KEEP_STEPS", 2)
+    closure.after.clear()
+    allowed = list(ca.TokenMask(compiled.checker().mask().words, vocab.size))[:5]
+    steps = [compiled.advance(start, t) for t in allowed]
+    assert len(closure.after) == 2
+    assert [compiled.advance(start, t) for t in allowed] == steps
+
+
 def test_without_wildcards_too(vocab, naive):
     text, docs = GRAMMARS["json"]
     spec = ca.Grammar(text)
