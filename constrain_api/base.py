@@ -385,14 +385,16 @@ class MatcherChecker(ABC):
         EOS, special and padding bits are set after it, as ``fill_mask``
         does. Every checker is claimed for the call (``RuntimeError`` if one
         is in use). For an engine's batched or parallel fill
-        (``Compiled.fill_masks``); a ``bitmask`` that is not such an array
-        is filled row by row with ``fill_mask`` instead."""
+        (``Compiled.fill_masks``); a ``bitmask`` that is not such an array,
+        or a checker given twice (its matcher would be filled by two threads
+        at once), is filled row by row with ``fill_mask`` instead."""
         words = bitmask_words(checkers[0].vocab.size) if checkers else 0
         if not (
             type(bitmask) is np.ndarray
             and bitmask.dtype == BITMASK_DTYPE
             and bitmask.shape == (len(checkers), words)
             and bitmask.flags.c_contiguous
+            and len({id(c) for c in checkers}) == len(checkers)
         ):
             for i, checker in enumerate(checkers):
                 checker.fill_mask(bitmask, i)

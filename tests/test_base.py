@@ -358,8 +358,9 @@ def test_matchers_filled_together_get_each_checkers_mask(vocab):
     """``MatcherChecker.fill_together`` (an engine's batched fill): one call
     gets the live rows' (matcher, row) pairs and the C-contiguous bitmask;
     a terminated row gets 0 and EOS is set where the text is accepted, as
-    ``fill_mask`` does; a bitmask it cannot hand over is filled row by row;
-    a checker in use raises, and none is left claimed."""
+    ``fill_mask`` does; a bitmask it cannot hand over, or a checker given
+    twice, is filled row by row; a checker in use raises, and none is left
+    claimed."""
     compiled = ToyMatcherCompiled(Choice(OPTIONS), vocab, ca.CompileStats(0.0))
     checkers = []
     for path in ([], [A], [A, B], [A, B, EOS]):
@@ -387,7 +388,11 @@ def test_matchers_filled_together_get_each_checkers_mask(vocab):
     for other in (strided, torch.full(out.shape, -1, dtype=torch.int32)):
         ca.MatcherChecker.fill_together(checkers, other, fill_live)
         assert np.array_equal(np.asarray(other), expected)
-    assert len(calls) == 1  # (row by row)
+    twice = [checkers[1], checkers[1]]
+    out2 = np.full((2, out.shape[1]), -1, dtype=np.int32)
+    ca.MatcherChecker.fill_together(twice, out2, fill_live)
+    assert np.array_equal(out2, expected[[1, 1]])
+    assert len(calls) == 1  # (row by row, each time)
     checkers[1]._in_use.acquire()  # another thread inside it
     with pytest.raises(RuntimeError, match="in use by another thread"):
         ca.MatcherChecker.fill_together(checkers, out, fill_live)
