@@ -17,11 +17,12 @@ def _brute(row: np.ndarray) -> int:
     return int(ids[0]) if ids.size == 1 else SEVERAL
 
 
-@pytest.mark.parametrize("words", [1, 3, 4008])
+@pytest.mark.parametrize("words", [1, 2, 3, 4008])
 def test_sole_tokens_agrees_with_the_bits(words):
     rng = np.random.default_rng(words)
     rows = [np.zeros(words, dtype=np.int32)]  # nothing allowed
-    for bit in [0, 31, 32 * words - 1, 32 * (words // 2) + 17]:  # exactly one, sign bit included
+    # exactly one (sign bit included; read as 64-bit words: low half, high half, top bit)
+    for bit in [0, 31, 32 * words - 1, 32 * (words // 2) + 17, 32 * min(1, words - 1) + 5]:
         row = np.zeros(words, dtype=np.int32)
         row.view(np.uint32)[bit // 32] = np.uint32(1) << np.uint32(bit % 32)
         rows.append(row)
@@ -32,8 +33,14 @@ def test_sole_tokens_agrees_with_the_bits(words):
         two_words = np.zeros(words, dtype=np.int32)
         two_words[0], two_words[-1] = 1, 1
         rows.append(two_words)
+        two_halves = np.zeros(words, dtype=np.int32)  # one 64-bit word, a bit in each half
+        two_halves[0], two_halves[1] = 1, 1
+        rows.append(two_halves)
     noise = rng.integers(-(2**31), 2**31, (3, words), dtype=np.int64).astype(np.int32)
     rows += list(noise)
     batch = np.stack(rows)
     assert sole_tokens(batch).tolist() == [_brute(r) for r in batch]
+    strided = np.zeros((len(rows), 2 * words), dtype=np.int32)[:, ::2]  # (read 32 bits a word)
+    strided[:] = batch
+    assert sole_tokens(strided).tolist() == [_brute(r) for r in batch]
     assert SEVERAL in sole_tokens(batch).tolist() and NOTHING in sole_tokens(batch).tolist()
