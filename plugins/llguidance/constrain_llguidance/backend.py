@@ -139,8 +139,8 @@ class LLGuidanceBackend(BaseBackend):
     def executor(self) -> llguidance.LLExecutor | None:
         """The thread pool of the parallel fill (made on first use, shared by
         this backend's artifacts), or ``None`` with ``fill_threads=1``."""
-        if self.fill_threads == 1:
-            return None
+        if self.fill_threads == 1 or self._executor is not None:
+            return self._executor  # (the mask's path: no lock once made)
         with self._executor_lock:
             if self._executor is None:
                 self._executor = llguidance.LLExecutor(num_threads=self.fill_threads or None)
