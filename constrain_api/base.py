@@ -59,7 +59,13 @@ _TERMINATED = object()
 
 class BaseCompiled(ABC):
     """Holds ``spec``, ``vocab``, ``stats`` and the vocabulary's special bits;
-    ``fill_masks`` loops over ``fill_mask`` (override it to batch)."""
+    ``fill_masks`` loops over ``fill_mask`` (override it to batch).
+    ``fills_outside_gil``: whether ``fill_masks`` spends its time outside
+    Python's GIL (an engine's native code), so a worker thread filling masks
+    beside the forward pass leaves the calling thread free (the decoding
+    loop does so on a GPU)."""
+
+    fills_outside_gil: bool = False
 
     def __init__(self, spec: Constraint, vocab: Vocabulary, stats: CompileStats | None = None):
         self.spec = spec

@@ -156,7 +156,10 @@ class Compiled(Protocol):
         """A new checker in the start state."""
 
     def fill_masks(self, checkers: Sequence[Checker], bitmask: Any) -> None:
-        """Fill row ``i`` of ``bitmask`` from ``checkers[i]`` (a backend may do it in parallel)."""
+        """Fill row ``i`` of ``bitmask`` from ``checkers[i]`` (a backend may do it in parallel).
+        Optional attribute ``fills_outside_gil`` (default false): the fill
+        runs outside Python's GIL, so the decoding loop fills on a worker
+        thread beside a GPU's forward pass."""
 
 
 @runtime_checkable

@@ -356,8 +356,9 @@ def _alternating(
 
 def _per_pass(result) -> dict[str, float]:
     """Seconds per forward pass: each timed phase, ``other`` (the rest of the
-    loop's wall time) and ``share`` (everything beside the forward ÷ the
-    forward)."""
+    loop's wall time), ``share`` (everything beside the forward ÷ the
+    forward) and ``overlapped`` (masks filled in the loop's worker thread
+    while the pass ran: on no phase's path but the wait for them, ``mask``)."""
     from constrain_api.decoding.results import TIMED
 
     totals = result.totals()
@@ -366,6 +367,7 @@ def _per_pass(result) -> dict[str, float]:
     out["other"] = result.seconds / passes - sum(out.values())
     forward = out["forward"]
     out["share"] = (result.seconds / passes - forward) / forward if forward > 0 else float("nan")
+    out["overlapped"] = totals["overlapped"] / passes
     return out
 
 

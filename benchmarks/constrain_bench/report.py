@@ -472,6 +472,8 @@ def _phase_table(base: dict[int, dict], entries: list[dict]) -> list[str]:
     ordered += sorted(
         (_batch(b), b["params"]["workload"], b["params"]["backend"], b) for b in entries
     )
+    if any(e["extra_info"].get("per_pass_s", {}).get("overlapped") for *_, e in ordered):
+        phases += ("overlapped",)  # (masks filled in a worker thread beside the pass)
     for batch, workload, backend, entry in ordered:
         e = entry["extra_info"]
         per_pass = e.get("per_pass_s")
@@ -480,7 +482,7 @@ def _phase_table(base: dict[int, dict], entries: list[dict]) -> list[str]:
         name = workload if not backend else f"`{workload}`"
         rows.append(
             [str(batch), name, f"`{backend}`" if backend else "—"]
-            + [f"{per_pass[p] * 1e3:.2f}" for p in phases]
+            + [f"{per_pass.get(p, 0.0) * 1e3:.2f}" for p in phases]
             + [f"{e['share']:.1%}"]
         )
     if not rows:
@@ -494,7 +496,14 @@ def _phase_table(base: dict[int, dict], entries: list[dict]) -> list[str]:
     return [
         "Per forward pass (ms, median over the rounds), and the share of the pass beside the "
         "forward (the loop's own work and the constraint's, ÷ the forward's time); the "
-        f"unconstrained rows: {source}:",
+        f"unconstrained rows: {source}"
+        + (
+            "; *overlapped*: masks filled in the loop's worker thread while the pass ran "
+            "(`fill_beside_forward`; `mask` is then the wait for them after it)"
+            if "overlapped" in phases
+            else ""
+        )
+        + ":",
         "",
         *_table(["batch", "workload", "backend", *phases, "beside the forward"], rows),
     ]

@@ -286,6 +286,37 @@ def test_the_unconstrained_loop_is_read_from_the_runs_paired_with_the_cells(reco
         assert "the unconstrained stage, run once before the pairs:" in text
 
 
+def test_masks_overlapped_with_the_pass_get_a_column_only_where_measured():
+    """A loop that filled masks in its worker thread (``overlapped`` per pass)
+    adds a column, 0.00 for the rows without; a report without any has none."""
+    cells = []
+    for backend, overlapped in (("a", 0.0012), ("b", None)):
+        info = {"tokens_per_s": 100.0, "ratio": 0.9, "unconstrained_tokens_per_s": 111.0}
+        entry = _loop_entry(
+            f"test_loop[small-{backend}-w-1]", 1, info, backend=backend, workload="w"
+        )
+        if overlapped is not None:
+            entry["extra_info"]["per_pass_s"]["overlapped"] = overlapped
+        cells.append(entry)
+    alone = _loop_entry("test_loop_unconstrained[small-1]", 1, {"tokens_per_s": 111.0})
+
+    def table(entries):
+        results = report.Results({"benchmarks": [alone, *entries]}, [])
+        return "\n".join(report._loop_table(results, "small")).splitlines()
+
+    lines = table(cells)
+    [header] = [line for line in lines if line.startswith("| batch | workload | backend | forward")]
+    assert header.endswith("| other | overlapped | beside the forward |")
+    [a] = [line for line in lines if "`a`" in line and line.startswith("| 1 |")]
+    [b] = [line for line in lines if "`b`" in line and line.startswith("| 1 |")]
+    assert a.endswith("| 0.00 | 1.20 | 50.0% |") and b.endswith("| 0.00 | 0.00 | 50.0% |")
+    assert any("*overlapped*: masks filled in the loop's worker thread" in line for line in lines)
+    lines = table(cells[1:])
+    [header] = [line for line in lines if line.startswith("| batch | workload | backend | forward")]
+    assert header.endswith("| other | beside the forward |")
+    assert not any("overlapped" in line for line in lines)
+
+
 def test_a_speculative_loop_past_its_budget_is_a_row_that_says_why():
     refusals = [
         {

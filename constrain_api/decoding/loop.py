@@ -8,7 +8,8 @@ One iteration, for all live sequences ("rows") in lockstep:
 2. give the checkers the last step's picks (a row that ends, a beam or a
    drafting row took its pick at once; a row that only guesses guesses
    now), fill the packed bitmask rows on
-   the CPU (``Compiled.fill_masks``), find
+   the CPU (``Compiled.fill_masks``; with ``fill_beside_forward``, these
+   two in a worker thread while the pass is queued), find
    rows that are finished (only EOS allowed), dead (nothing allowed) or
    forced (exactly one token allowed: appended without a choice, chained
    while the constraint keeps forcing, fed together next time);
@@ -32,7 +33,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -68,6 +71,7 @@ def generate(
     speculative: int = 0,
     draft_policy: str = "measured",
     forced: bool = True,
+    fill_beside_forward: bool | None = None,
 ) -> GenerationResult:
     """Decode continuations of ``prompts`` (lists of token ids) with ``model``.
 
@@ -92,6 +96,14 @@ def generate(
     loop's own pass times; see :mod:`.drafts`), ``"always"`` whenever every
     row has one.
     ``forced``: the fast path for tokens the constraint forces (argmax/sample).
+    ``fill_beside_forward`` (argmax/sample without drafts or opportunistic
+    masking, a ``Compiled`` constraint): give the checkers the last picks
+    and fill the masks in a worker thread while the forward pass is queued
+    on the calling thread, so a pass bound by its launches does not wait
+    for them; ``None`` (default) does so where a CUDA model runs a
+    constraint whose ``fill_masks`` works outside Python's GIL
+    (``Compiled.fills_outside_gil``); on a CPU the forward pass needs the
+    cores. The output is the same either way.
     """
     decoder = decoder or argmax()
     params = Sampling(top_k, top_p, repetition_penalty, frequency_penalty, presence_penalty)
@@ -101,6 +113,10 @@ def generate(
         raise ValueError("opportunistic masking and speculative drafts need argmax or sample")
     if opportunistic and speculative:
         raise ValueError("choose opportunistic masking or speculative drafts, not both")
+    if fill_beside_forward not in (None, True, False):
+        raise ValueError(
+            f"fill_beside_forward must be None, True or False, got {fill_beside_forward!r}"
+        )
     if speculative < 0:
         raise ValueError(f"speculative must be >= 0, got {speculative}")
     if speculative and params.penalized:
@@ -116,8 +132,34 @@ def generate(
     compiled, checkers = _resolve(constraint, vocab, backend, len(prompts))
     drafts = Drafts(speculative, max_len, vocab.eos_ids, draft_policy, model)
     loop = _Loop(model, vocab, decoder, params, max_len, seed, opportunistic, drafts, forced)
-    with torch.inference_mode():  # (logits are written in place, never differentiated)
+    beside = fills_beside(fill_beside_forward, model.device, compiled, loop)
+    with torch.inference_mode(), _worker(beside) as worker:  # (logits: written in place)
+        loop.worker = worker
         return loop.run(prompts, compiled, checkers)
+
+
+def fills_beside(option: bool | None, device: torch.device, compiled: Any, loop: Any) -> bool:
+    """Whether ``loop`` fills masks in a worker thread during the forward
+    pass (see ``generate``'s ``fill_beside_forward``): never without a
+    ``Compiled`` constraint, for beams, drafts or opportunistic masking."""
+    if compiled is None or loop.decoder.is_beam or loop.speculative or loop.opportunistic:
+        return False
+    if option is not None:
+        return option
+    return device.type == "cuda" and bool(getattr(compiled, "fills_outside_gil", False))
+
+
+@contextmanager
+def _worker(wanted: bool) -> Iterator[ThreadPoolExecutor | None]:
+    """One worker thread for the call's masks (``None`` when not ``wanted``)."""
+    if not wanted:
+        yield None
+        return
+    pool = ThreadPoolExecutor(1, thread_name_prefix="constrain-masks")
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True)
 
 
 def _resolve(constraint: Any, vocab: Any, backend: Any, n_prompts: int):
@@ -181,6 +223,7 @@ class _Loop:
         self.buffer = MaskBuffer(vocab.size, self.device)
         self.drafts = drafts
         self.step = BeamStep(self) if decoder.is_beam else SampleStep(self)
+        self.worker: ThreadPoolExecutor | None = None  # fills masks beside the pass
 
     # -- set-up and teardown -----------------------------------------------------
     def run(self, prompts, compiled, checkers) -> GenerationResult:
@@ -273,11 +316,15 @@ class _Loop:
             for i, row in enumerate(rows)
             for k in range(len(row.draft) + 1)
         ]
+        ahead = None
+        if self.worker is not None and self.constrained:
+            ahead = self.worker.submit(self.step.prepare, self.buffer.rows(len(where)), rec)
+        # (if the pass raises, generate's worker waits for the masks being filled)
         logits = self.batch.forward(chunks, where)
         if self.decoder.is_beam:
             self.step(logits, rec)
         else:
-            self.step(logits, where, rec)
+            self.step(logits, where, rec, ahead)
         self.batch.time_forward(rec)
         if rec.drafted:
             self.batch.trim()

@@ -58,7 +58,9 @@ class StepRecord:
     device, choosing tokens, advancing checkers. On a GPU the forward is
     the device's time (CUDA events) and runs while the CPU fills the masks;
     the other phases are the CPU's, ``sample`` including the wait for the
-    picks (the one read back). ``interventions``: picks the
+    picks (the one read back). ``overlapped``: constraint work done in the
+    loop's worker thread while the pass was queued (``fill_beside_forward``;
+    then ``mask`` is the wait for it after the pass). ``interventions``: picks the
     mask changed; ``forced``: tokens appended without a choice; ``drafted``/
     ``accepted``: speculative draft tokens fed and kept.
     """
@@ -70,6 +72,7 @@ class StepRecord:
     apply: float = 0.0
     sample: float = 0.0
     update: float = 0.0
+    overlapped: float = 0.0
     interventions: int = 0
     forced: int = 0
     drafted: int = 0
@@ -108,8 +111,9 @@ class GenerationResult:
 
     def totals(self) -> dict[str, float]:
         """Sums over steps: the timed phases, forward passes, interventions,
-        forced tokens and speculative drafts."""
+        forced tokens, speculative drafts, and the work overlapped with the passes."""
         out: dict[str, float] = {name: sum(getattr(s, name) for s in self.steps) for name in TIMED}
+        out["overlapped"] = sum(s.overlapped for s in self.steps)
         for name in ("interventions", "forced", "drafted", "accepted"):
             out[name] = sum(getattr(s, name) for s in self.steps)
         out["forward_passes"] = len(self.steps)

@@ -26,21 +26,40 @@ class SampleStep:
     def __init__(self, loop: Any):
         self.loop = loop
 
-    def __call__(self, logits: torch.Tensor, where, rec: StepRecord) -> None:
+    def prepare(self, bitmask: torch.Tensor, rec: StepRecord) -> None:
+        """The step's constraint work that needs no logits: the checkers
+        catch up with the last picks and fill ``bitmask`` (one row each).
+        Run in the loop's worker thread while the forward pass is queued
+        (``rec.overlapped``: its time); the step waits for it."""
+        loop = self.loop
+        t0 = time.perf_counter()
+        scratch = StepRecord(rows=0, fed=0)
+        _catch_up(loop.batch.rows, scratch, loop.drafts)
+        fill_positions(loop.batch.rows, loop.compiled, bitmask, scratch)
+        rec.overlapped += time.perf_counter() - t0
+
+    def __call__(self, logits: torch.Tensor, where, rec: StepRecord, ahead=None) -> None:
         """Pick one token for every position in ``where`` ((row, position)
         pairs: after the pending tokens, and after each draft token) of the
         live rows that are not forced this step; ``logits[j]`` are those at
-        ``where[j]``."""
+        ``where[j]``. ``ahead``: the future of :meth:`prepare` when the loop
+        ran it beside the forward pass (its wait counts as ``rec.mask``)."""
         loop = self.loop
         rows = loop.batch.rows
         bitmask = None
         forced_at: dict[int, int] = {}  # position -> the first token a chain forced there
-        if loop.constrained:
-            _catch_up(rows, rec, loop.drafts)
-        if loop.constrained and not loop.opportunistic:
+        if ahead is not None:
+            t0 = time.perf_counter()
+            ahead.result()  # (raises what the worker raised)
+            rec.mask += time.perf_counter() - t0
             bitmask = loop.buffer.rows(len(where))
-            fill_positions(rows, loop.compiled, bitmask, rec)
             self._triage(bitmask, where, forced_at, rec)
+        elif loop.constrained:
+            _catch_up(rows, rec, loop.drafts)
+            if not loop.opportunistic:
+                bitmask = loop.buffer.rows(len(where))
+                fill_positions(rows, loop.compiled, bitmask, rec)
+                self._triage(bitmask, where, forced_at, rec)
         flat = [j for j, (i, _) in enumerate(where) if rows[i].reason is None and not rows[i].skip]
         judged = flat + list(forced_at)
         if not judged:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 
 import jsonschema
@@ -341,6 +342,124 @@ def test_opportunistic_builds_no_mask_for_a_willing_model(vocab):
     assert counting.fills == 0
     (g,) = generate(lm, vocab, [[vocab.eos_id]], counting).sequences
     assert counting.fills > 0
+
+
+# -- masks filled beside the forward pass -------------------------------------------------------
+class ThreadLogged:
+    """A ``Compiled`` that delegates to ``inner`` and notes the thread of each
+    ``fill_masks`` call (optionally raising at the ``fail_at``-th)."""
+
+    def __init__(self, inner, fail_at=None):
+        self.inner, self.threads, self.fail_at, self.done = inner, [], fail_at, 0
+        self.spec, self.vocab, self.stats = inner.spec, inner.vocab, inner.stats
+
+    def checker(self):
+        return self.inner.checker()
+
+    def fill_masks(self, checkers, bitmask):
+        self.threads.append(threading.get_ident())
+        if len(self.threads) == self.fail_at:
+            raise ca.CompileLimitExceeded("lexer_states", 10, detail="a bound hit while filling")
+        time.sleep(0.01)  # (still filling when a pass beside it fails)
+        self.inner.fill_masks(checkers, bitmask)
+        self.done += 1
+
+
+def _mask_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("constrain-masks")]
+
+
+@pytest.mark.parametrize("decoder", [argmax(), sample(3, 1.0)], ids=lambda d: d.kind)
+@pytest.mark.parametrize("kind", sorted(SPECS))
+def test_masks_filled_beside_the_forward_pass_give_the_same_output(
+    vocab, model, compiled, kind, decoder
+):
+    """``fill_beside_forward=True`` fills every mask on the worker thread
+    (and records its time as ``overlapped``), ``False`` and the default on a CPU
+    on the calling thread; tokens, scores, interventions and forced tokens
+    are the same."""
+    prompts = [[vocab.eos_id], vocab.encode("The answer:"), [vocab.eos_id, 12]]
+    runs = {}
+    for option in (True, False, None):
+        logged = ThreadLogged(compiled[kind])
+        result = generate(
+            model, vocab, prompts, logged, decoder, max_len=32, seed=4, fill_beside_forward=option
+        )
+        on_worker = [t != threading.get_ident() for t in logged.threads]
+        assert (
+            logged.threads
+            and all(on_worker) == (option is True)
+            and any(on_worker) == (option is True)
+        )
+        assert (result.totals()["overlapped"] > 0) == (option is True)
+        runs[option] = [
+            (g.token_ids, g.finish_reason, g.interventions, g.forced, g.score)
+            for g in result.sequences
+        ]
+    assert runs[True] == runs[False] == runs[None]
+    assert not _mask_threads()  # the worker ends with the call
+
+
+def test_fill_beside_forward_is_chosen_where_it_pays(vocab, compiled):
+    """By default: a CUDA model and a constraint that fills outside the GIL;
+    never for beams, drafts or opportunistic masking, whatever is asked."""
+    from constrain_api.decoding.loop import fills_beside
+
+    class Outside:
+        fills_outside_gil = True
+
+    class LoopSettings:
+        def __init__(self, beam=False, speculative=0, opportunistic=False):
+            self.decoder = beam_sample(2) if beam else argmax()
+            self.speculative, self.opportunistic = speculative, opportunistic
+
+    cuda, cpu, plain = torch.device("cuda"), torch.device("cpu"), LoopSettings()
+    assert fills_beside(None, cuda, Outside(), plain)
+    assert not fills_beside(None, cpu, Outside(), plain)
+    assert not fills_beside(None, cuda, compiled["regex"], plain)  # (naive: Python, in the GIL)
+    assert fills_beside(True, cpu, compiled["regex"], plain)
+    assert not fills_beside(False, cuda, Outside(), plain)
+    assert not fills_beside(True, cuda, None, plain)
+    for settings in (
+        LoopSettings(beam=True),
+        LoopSettings(speculative=2),
+        LoopSettings(opportunistic=True),
+    ):
+        assert not fills_beside(True, cuda, Outside(), settings)
+
+
+def test_errors_beside_the_forward_pass_reach_the_caller(vocab, model, compiled):
+    """What the worker raises is raised by ``generate``; a forward pass that
+    raises waits for the masks being filled beside it; either way no worker
+    thread is left."""
+    failing = ThreadLogged(compiled["regex"], fail_at=3)
+    with pytest.raises(ca.CompileLimitExceeded, match="a bound hit while filling"):
+        generate(model, vocab, [[vocab.eos_id]] * 2, failing, max_len=16, fill_beside_forward=True)
+    assert len(failing.threads) == 3 and not _mask_threads()
+
+    class Failing:
+        width, device = model.width, model.device
+
+        def __init__(self):
+            self.passes = 0
+
+        def forward(self, *args, **options):
+            self.passes += 1
+            if self.passes == 3:
+                raise RuntimeError("the device went away")
+            return model.forward(*args, **options)
+
+        def select_rows(self, cache, rows):
+            return model.select_rows(cache, rows)
+
+    logged = ThreadLogged(compiled["regex"])
+    with pytest.raises(RuntimeError, match="the device went away"):
+        generate(
+            Failing(), vocab, [[vocab.eos_id]] * 2, logged, max_len=16, fill_beside_forward=True
+        )
+    assert len(logged.threads) == logged.done == 3 and not _mask_threads()
+    with pytest.raises(ValueError, match="fill_beside_forward"):
+        generate(model, vocab, [[vocab.eos_id]], compiled["regex"], fill_beside_forward="yes")
 
 
 def test_every_step_records_its_forward_pass_and_the_phases_fit_the_wall_time(

@@ -179,7 +179,10 @@ def _engine_error(message: str, limits: dict) -> Exception:
 
 class LLGuidanceCompiled(BaseCompiled):
     """A template matcher, deep-copied for each checker; ``executor()`` gives
-    the parallel fill's thread pool, or ``None`` to fill row by row."""
+    the parallel fill's thread pool, or ``None`` to fill row by row. Its
+    masks are computed in Rust with the GIL released (``fills_outside_gil``)."""
+
+    fills_outside_gil = True
 
     def __init__(self, spec, vocab, stats, matcher, limits: dict, executor=lambda: None):
         super().__init__(spec, vocab, stats)

@@ -296,3 +296,36 @@ def test_engine_errors_are_classified_on_their_first_line():
     assert isinstance(refused, ca.UnsupportedConstraint)
     bound = _engine_error("lexer error: too many states: 34 >= 3" + echo, limits)
     assert isinstance(bound, ca.CompileLimitExceeded) and bound.limit == "max_lexer_states"
+
+
+@pytest.mark.parametrize("fill_threads", [1, 2])
+def test_the_loop_fills_its_masks_beside_the_forward_pass(vocab, fill_threads):
+    """llguidance computes masks outside the GIL (``fills_outside_gil``), so
+    the loop fills them on its worker thread by default on a GPU; forced on
+    a CPU model here, the output is the one filled on the calling thread."""
+    from constrain_api.decoding import generate, sample, tiny_model
+    from constrain_api.decoding.loop import fills_beside
+
+    compiled = ca.get("llguidance", fill_threads=fill_threads).compile(
+        ca.Regex(corpus.DATE_TIME), vocab
+    )
+    assert (
+        compiled.fills_outside_gil
+        and not ca.get("naive").compile(ca.Regex(corpus.DATE_TIME), vocab).fills_outside_gil
+    )
+    model = tiny_model(vocab, seed=1)
+    prompts = [[vocab.eos_id]] * 4
+    runs = [
+        generate(model, vocab, prompts, compiled, sample(2), seed=9, fill_beside_forward=option)
+        for option in (True, False)
+    ]
+    assert runs[0].totals()["overlapped"] > 0 == runs[1].totals()["overlapped"]
+    assert [g.token_ids for g in runs[0].sequences] == [g.token_ids for g in runs[1].sequences]
+    assert all(g.complete for g in runs[0].sequences)
+
+    class Loop:  # (the settings fills_beside reads)
+        decoder, speculative, opportunistic = sample(2), 0, False
+
+    import torch
+
+    assert fills_beside(None, torch.device("cuda"), compiled, Loop())
