@@ -7,12 +7,15 @@
 #   passes what a forward pass costs by its width, with and without holes in the attention
 #          mask, device time against the host's (passes.py; a few seconds)
 #   fills  llguidance's masks at batch 1 and 16: row by row against its parallel fill on the
-#          machine's cores, and each beside a forward pass in a worker thread (fills.py; ~30 s)
+#          machine's cores, and each beside a forward pass in a worker thread; then the loop
+#          end to end with its masks filled on the calling thread against beside the pass
+#          (fill_beside_forward; fills.py, about a minute)
 #   loop   the end-to-end and speculative stages on random Llama-3.2-1B weights, bf16
 #          (backends: $BACKENDS, default domino fst llguidance naive; $LOOP_MODEL another shape)
 #   all    the five (about 10 minutes)
 # Several parts may be named in one call. A call may run 10 minutes at most and the parts'
-# limits add up to 12, so two calls are safe: `check.sh tests apply passes fills`, `check.sh loop`.
+# limits add up to 13.5, so two calls are safe: `check.sh tests apply passes fills` (7.5 at
+# most), `check.sh loop` (5.5).
 set -u
 parts=" ${*:-all} "
 want() { [[ "$parts" == *" $1 "* || "$parts" == *" all "* ]]; }
@@ -38,7 +41,7 @@ if want passes; then
   echo "passes: exit $?" >> "$out/parts.txt"
 fi
 if want fills; then
-  timeout 60 python3 benchmarks/gpu/fills.py --model "${LOOP_MODEL:-llama-3.2-1b}" \
+  timeout 150 python3 benchmarks/gpu/fills.py --model "${LOOP_MODEL:-llama-3.2-1b}" \
     --out "$out/fills.json" > "$out/fills.txt" 2>&1
   echo "fills: exit $?" >> "$out/parts.txt"
 fi

@@ -21,6 +21,13 @@ document (first visits, as a loop meets them); which fill goes first
 alternates from round to round. Medians in µs, one line per
 case; a JSON copy goes to ``--out``.
 
+Then the decoding loop end to end (``generate``, argmax, 48 tokens, the
+bench's prompts) with the masks filled on the calling thread
+(``fill_beside_forward=False``) and in its worker thread beside the pass
+(``True``, the default on CUDA for llguidance), ``--loop-rounds`` pairs in
+alternating order on a fresh artifact each: tokens/s and the median of the
+pairs' ratios (the outputs must be equal, or the script fails).
+
     python benchmarks/gpu/fills.py --model llama-3.2-1b --batch 1 --batch 16
 """
 
@@ -114,6 +121,36 @@ def _time_case(compiled, tokens, batch: int, fpass: _Pass, repeats: int, rng) ->
     return {name: statistics.median(values) * 1e6 for name, values in times.items()}
 
 
+def _loop_case(model, vocab, backend, workload, batch: int, rounds: int) -> dict:
+    """Tokens/s of the loop with masks filled on the calling thread and
+    beside the pass (medians), and the median of the pairs' ratios."""
+    from constrain_api.decoding import argmax, generate
+
+    normal = vocab.normal_ids()
+    prompts = [[vocab.eos_id, int(normal[(97 * i) % len(normal)])] for i in range(batch)]
+    speeds: dict[bool, list[float]] = {False: [], True: []}
+    outputs = {}
+    for k in range(rounds):
+        for beside in (False, True)[:: 1 if k % 2 == 0 else -1]:
+            compiled = backend.compile(workload.constraint, vocab)  # (first visits each time)
+            result = generate(
+                model, vocab, prompts, compiled, argmax(), max_len=48, fill_beside_forward=beside
+            )
+            speeds[beside].append(result.tokens_per_second)
+            tokens = [g.token_ids for g in result.sequences]
+            if (
+                outputs.setdefault(beside, tokens) != tokens
+                or outputs.get(not beside, tokens) != tokens
+            ):
+                raise AssertionError(f"the outputs differ with fill_beside_forward={beside}")
+    ratios = [b / a for a, b in zip(speeds[False], speeds[True], strict=True)]
+    return {
+        "loop_calling_tps": statistics.median(speeds[False]),
+        "loop_beside_tps": statistics.median(speeds[True]),
+        "loop_ratio": statistics.median(ratios),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="tiny", help="tiny, or a key of MODEL_SHAPES")
@@ -122,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workload", action="append", help=f"repeatable (default {WORKLOADS})")
     parser.add_argument("--threads", type=int, default=0, help="the parallel fill's pool size")
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--loop-rounds", type=int, default=3, help="0: no loop pairs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="a JSON file for the figures")
     args = parser.parse_args(argv)
@@ -147,6 +185,23 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append({"workload": name, "batch": batch, **figures})
                 cells = " ".join(f"{figures[c]:15.0f}" for c in COLUMNS)
                 print(f"{name:20s} {batch:5d} {cells}")
+        if args.loop_rounds:
+            print(
+                f"the loop end to end, {args.loop_rounds} pairs: tokens/s with masks filled on "
+                "the calling thread -> beside the pass (median ratio)"
+            )
+            for name in args.workload or WORKLOADS:
+                for batch in args.batch or [1, 16]:
+                    loop = _loop_case(
+                        model, vocab, backends[0], known[name], batch, args.loop_rounds
+                    )
+                    next(r for r in rows if (r["workload"], r["batch"]) == (name, batch)).update(
+                        loop
+                    )
+                    print(
+                        f"{name:20s} {batch:5d} {loop['loop_calling_tps']:9.0f} -> "
+                        f"{loop['loop_beside_tps']:9.0f} ({loop['loop_ratio']:.3f}x)"
+                    )
     if args.out:
         with open(args.out, "w") as f:
             json.dump(

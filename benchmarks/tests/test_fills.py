@@ -20,6 +20,7 @@ def test_every_workload_batch_and_column_is_timed(tmp_path, capsys):
     spec.loader.exec_module(fills)
     out = tmp_path / "fills.json"
     args = ["--vocab", "small", "--batch", "1", "--batch", "3", "--repeats", "2", "--threads", "2"]
+    args += ["--loop-rounds", "2"]
     assert fills.main([*args, "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["model"] == "tiny" and data["threads"] == 2
@@ -27,5 +28,10 @@ def test_every_workload_batch_and_column_is_timed(tmp_path, capsys):
     assert cases == {(w, b) for w in fills.WORKLOADS for b in (1, 3)}
     assert len(data["rows"]) == len(cases)
     assert all(r[c] > 0 for r in data["rows"] for c in fills.COLUMNS)
+    loop = ("loop_calling_tps", "loop_beside_tps", "loop_ratio")
+    assert all(r[c] > 0 for r in data["rows"] for c in loop)
     printed = capsys.readouterr().out
-    assert sum(line.split()[0] in fills.WORKLOADS for line in printed.splitlines()) == len(cases)
+    # two tables: the fills, then the loop pairs
+    assert sum(line.split()[0] in fills.WORKLOADS for line in printed.splitlines()) == 2 * len(
+        cases
+    )
