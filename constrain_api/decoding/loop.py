@@ -97,11 +97,11 @@ def generate(
     row has one.
     ``forced``: the fast path for tokens the constraint forces (argmax/sample).
     ``fill_beside_forward`` (argmax/sample without drafts or opportunistic
-    masking, a ``Compiled`` constraint): give the checkers the last picks
-    and fill the masks in a worker thread while the forward pass is queued
-    on the calling thread, so a pass bound by its launches does not wait
-    for them; ``None`` (default) does so where a CUDA model runs a
-    constraint whose ``fill_masks`` works outside Python's GIL
+    masking): give the checkers the last picks and fill the masks in a
+    worker thread while the forward pass is queued on the calling thread,
+    so a pass bound by its launches does not wait for them; ``None``
+    (default) does so where a CUDA model runs a ``Compiled`` constraint
+    whose ``fill_masks`` works outside Python's GIL
     (``Compiled.fills_outside_gil``); on a CPU the forward pass needs the
     cores. The output is the same either way.
     """
@@ -116,6 +116,10 @@ def generate(
     if fill_beside_forward not in (None, True, False):
         raise ValueError(
             f"fill_beside_forward must be None, True or False, got {fill_beside_forward!r}"
+        )
+    if fill_beside_forward and (decoder.is_beam or opportunistic or speculative):
+        raise ValueError(
+            "fill_beside_forward needs argmax or sample without opportunistic masking or drafts"
         )
     if speculative < 0:
         raise ValueError(f"speculative must be >= 0, got {speculative}")
@@ -140,9 +144,10 @@ def generate(
 
 def fills_beside(option: bool | None, device: torch.device, compiled: Any, loop: Any) -> bool:
     """Whether ``loop`` fills masks in a worker thread during the forward
-    pass (see ``generate``'s ``fill_beside_forward``): never without a
-    ``Compiled`` constraint, for beams, drafts or opportunistic masking."""
-    if compiled is None or loop.decoder.is_beam or loop.speculative or loop.opportunistic:
+    pass (see ``generate``'s ``fill_beside_forward``): never for beams,
+    drafts or opportunistic masking; by default only for a ``Compiled``
+    constraint that fills outside the GIL, on CUDA."""
+    if loop.decoder.is_beam or loop.speculative or loop.opportunistic:
         return False
     if option is not None:
         return option

@@ -398,6 +398,16 @@ def test_masks_filled_beside_the_forward_pass_give_the_same_output(
         ]
     assert runs[True] == runs[False] == runs[None]
     assert not _mask_threads()  # the worker ends with the call
+    # checkers given one per prompt (no Compiled) are filled beside the pass when asked
+    checkers = [compiled[kind].checker() for _ in prompts]
+    given = [
+        generate(
+            model, vocab, prompts, checkers, decoder, max_len=32, seed=4, fill_beside_forward=o
+        )
+        for o in (True, None)
+    ]
+    assert given[0].totals()["overlapped"] > 0 == given[1].totals()["overlapped"]
+    assert _tokens(given[0]) == _tokens(given[1]) == [r[0] for r in runs[True]]
 
 
 def test_fill_beside_forward_is_chosen_where_it_pays(vocab, compiled):
@@ -419,7 +429,8 @@ def test_fill_beside_forward_is_chosen_where_it_pays(vocab, compiled):
     assert not fills_beside(None, cuda, compiled["regex"], plain)  # (naive: Python, in the GIL)
     assert fills_beside(True, cpu, compiled["regex"], plain)
     assert not fills_beside(False, cuda, Outside(), plain)
-    assert not fills_beside(True, cuda, None, plain)
+    assert not fills_beside(None, cuda, None, plain)  # (checkers without a Compiled)
+    assert fills_beside(True, cpu, None, plain)
     for settings in (
         LoopSettings(beam=True),
         LoopSettings(speculative=2),
@@ -460,6 +471,18 @@ def test_errors_beside_the_forward_pass_reach_the_caller(vocab, model, compiled)
     assert len(logged.threads) == logged.done == 3 and not _mask_threads()
     with pytest.raises(ValueError, match="fill_beside_forward"):
         generate(model, vocab, [[vocab.eos_id]], compiled["regex"], fill_beside_forward="yes")
+    for options in ({"decoder": beam(2)}, {"speculative": 2}, {"opportunistic": True}):
+        with pytest.raises(ValueError, match="fill_beside_forward needs argmax or sample"):
+            generate(
+                model,
+                vocab,
+                [[vocab.eos_id]],
+                compiled["regex"],
+                fill_beside_forward=True,
+                **options,
+            )
+    # (False with them is what they do anyway)
+    generate(model, vocab, [[vocab.eos_id]], compiled["regex"], beam(2), fill_beside_forward=False)
 
 
 def test_every_step_records_its_forward_pass_and_the_phases_fit_the_wall_time(
