@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import report
+from . import gpu, report
 from . import workloads as wl
 
 
@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
     }
     (raw / "run.json").write_text(json.dumps(run, indent=1))
-    path = report.write(out, report.Results(bench, refusals, maskbench), **run)
+    results = report.Results(bench, refusals, maskbench)
+    path = report.write(out, results, **run, extra=gpu.section(out / "gpu"))
     print(f"stage 3/3: report written to {path}")
     return 0
 
@@ -200,5 +201,5 @@ def _report_only(out: Path) -> int:
     results = report.Results(
         load("bench.json", {}), load("refusals.json", []), load("maskbench.json", {})
     )
-    print(f"report written to {report.write(out, results, **run)}")
+    print(f"report written to {report.write(out, results, **run, extra=gpu.section(out / 'gpu'))}")
     return 0

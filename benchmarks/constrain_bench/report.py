@@ -80,7 +80,8 @@ def _us(seconds: float) -> str:
     return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table (and the blank line after it)."""
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return [*out, ""]
@@ -145,7 +146,7 @@ def _matrix(results: Results, test: str, vocab: str, workloads: list[str], fmt) 
                 refused = results.refusal("compile", backend, w, vocab)
                 row.append(f"refused ({refused})" if refused else "—")
         rows.append(row)
-    return _table(["workload", *[f"`{b}`" for b in backends]], rows)
+    return table(["workload", *[f"`{b}`" for b in backends]], rows)
 
 
 def _compile_cell(entry: dict) -> str:
@@ -170,8 +171,17 @@ def _workloads(results: Results, test: str, vocab: str) -> list[str]:
     return names
 
 
-def write(out: Path, results: Results, *, command: str, seconds: float, quick: bool) -> Path:
-    """Write ``out/REPORT.md`` and its plots; returns the report's path."""
+def write(
+    out: Path,
+    results: Results,
+    *,
+    command: str,
+    seconds: float,
+    quick: bool,
+    extra: list[str] | None = None,
+) -> Path:
+    """Write ``out/REPORT.md`` and its plots, ``extra`` lines last (the GPU
+    section); returns the report's path."""
     out.mkdir(parents=True, exist_ok=True)
     info = machine()
     lines = [
@@ -214,13 +224,19 @@ def write(out: Path, results: Results, *, command: str, seconds: float, quick: b
             lines += _setup_table(results, vocab)
             lines += ["### Per-step `fill_mask` (µs, p50 / p90 / p99 / max)", ""]
             lines += _matrix(results, "test_mask_step", vocab, workloads, _step_cell)
-        lines += _loop_table(results, vocab)
-        lines += _speculative_table(results, vocab)
+        lines += loop_sections(results, vocab)
     lines += _maskbench_section(results)
     lines += _scaling_section(results, out)
+    lines += extra or []
     path = out / "REPORT.md"
     path.write_text("\n".join(lines).rstrip() + "\n")
     return path
+
+
+def loop_sections(results: Results, vocab: str) -> list[str]:
+    """The decoding loop's tables for one vocabulary: end to end by batch
+    size with the phase split, and speculative drafts."""
+    return _loop_table(results, vocab) + _speculative_table(results, vocab)
 
 
 def _setup_table(results: Results, vocab: str) -> list[str]:
@@ -249,7 +265,7 @@ def _setup_table(results: Results, vocab: str) -> list[str]:
         "regex) and memory of the compiled artifact over the workloads (RSS growth, native "
         "allocations included; traced: Python allocations only, full mode).",
         "",
-        *_table(
+        *table(
             [
                 "backend",
                 "set-up (ms)",
@@ -363,7 +379,7 @@ def _loop_batch(base: dict, entries: list[dict], skipped: list[dict]) -> list[st
         "loop's masks alone, projected from the first masks along the workload's document, "
         "would exceed the budget (`$CONSTRAIN_BENCH_LOOP_BUDGET_S`, 120 s by default).",
         "",
-        *_table(["workload", *[f"`{b}`" for b in backends]], rows),
+        *table(["workload", *[f"`{b}`" for b in backends]], rows),
     ]
 
 
@@ -447,7 +463,7 @@ def _speculative_table(results: Results, vocab: str) -> list[str]:
         f"({_rounds(entries)}); the speed-up is the median of the rounds' ratios "
         f"({_spread_means(entries, kind)}): below 1, drafts cost more than they save.",
         "",
-        *_table(
+        *table(
             [
                 "batch",
                 "workload",
@@ -505,7 +521,7 @@ def _phase_table(base: dict[int, dict], entries: list[dict]) -> list[str]:
         )
         + ":",
         "",
-        *_table(["batch", "workload", "backend", *phases, "beside the forward"], rows),
+        *table(["batch", "workload", "backend", *phases, "beside the forward"], rows),
     ]
 
 
@@ -542,14 +558,14 @@ def _maskbench_section(results: Results) -> list[str]:
         f"{meta.get('timeout_s', '?')} s timeout. Instances are spelled as the lowered "
         "language spells them and tokenized by the vocabulary's tokenizer.",
         "",
-        *_table(["backend", "schemas", *keys], outcomes),
+        *table(["backend", "schemas", *keys], outcomes),
         "Latency over the schemas that compiled. TTFM: time to first mask (compile and the "
         "first `fill_mask` of a schema not seen before); TBM: time between masks (one "
         "`fill_mask` and `update` per token, first visits included); the slowest step: "
         "each schema's slowest TBM, the median schema's, and how many schemas have no "
         f"step over {STALL_MS:g} ms (of those with a step).",
         "",
-        *_table(
+        *table(
             [
                 "backend",
                 "TTFM p50 (ms)",
@@ -634,7 +650,7 @@ def _scaling_section(results: Results, out: Path) -> list[str]:
             "",
         ]
         width = max(len(r) for r in table)
-        lines += _table(
+        lines += table(
             ["backend", "workload", *["size: µs"] * (width - 2)],
             [r + [""] * (width - len(r)) for r in table],
         )

@@ -22,6 +22,7 @@ want() { [[ "$parts" == *" $1 "* || "$parts" == *" all "* ]]; }
 out=${OUT:-/tmp/gpu-out}; mkdir -p "$out"
 cd "${PROJECT:-/tmp/proj}" || exit 1
 {
+  echo "date $(date -u +%F)"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   python3 -c "import torch, transformers, triton, numba; print('torch', torch.__version__, 'transformers', transformers.__version__, 'triton', triton.__version__, 'numba', numba.__version__)"
 } > "$out/env.txt" 2>&1
