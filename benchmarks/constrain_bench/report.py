@@ -611,7 +611,7 @@ def _scaling_section(results: Results, out: Path) -> list[str]:
         for b in vocab_rows:
             key = (b["params"]["backend"], b["params"]["workload"])
             series[key].append((b["extra_info"]["vocab_size"], _pct(b["stats"]["data"], 50)))
-        table = []
+        sizes = []
         for (backend, workload), pts in sorted(series.items()):
             pts.sort()
             ax.plot(
@@ -627,7 +627,7 @@ def _scaling_section(results: Results, out: Path) -> list[str]:
                 and r["backend"] == backend
                 and r["workload"] == workload
             ]
-            table.append(
+            sizes.append(
                 [
                     f"`{backend}`",
                     f"`{workload}`",
@@ -649,10 +649,10 @@ def _scaling_section(results: Results, out: Path) -> list[str]:
             "![per-step mask time against vocabulary size](scaling_vocab.png)",
             "",
         ]
-        width = max(len(r) for r in table)
+        width = max(len(r) for r in sizes)
         lines += table(
             ["backend", "workload", *["size: µs"] * (width - 2)],
-            [r + [""] * (width - len(r)) for r in table],
+            [r + [""] * (width - len(r)) for r in sizes],
         )
     lines += _length_plot(results, out)
     choice = results.by_test.get("test_scaling_constraint", [])

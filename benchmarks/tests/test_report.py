@@ -369,3 +369,24 @@ def test_a_selection_that_matches_no_benchmark_is_a_clear_error(tmp_path):
     with pytest.raises(SystemExit, match="--select 'no-such-workload' matched none"):
         _quick_small_run(tmp_path, ["naive"], "no-such-workload")
     assert not (tmp_path / "REPORT.md").exists()
+
+
+def test_the_vocabulary_scaling_table_lists_each_size(tmp_path):
+    """The scaling section's table: a backend and workload per row, one cell
+    per vocabulary size (the p50 of its steps), refusals after them."""
+    entries = [
+        {
+            "name": f"test_scaling_vocab[fsm-w-{size}]",
+            "params": {"backend": "fsm", "workload": "w"},
+            "extra_info": {"vocab_size": size},
+            "stats": {"data": [seconds] * 3},
+        }
+        for size, seconds in ((1000, 2e-6), (32000, 5e-6))
+    ]
+    refusals = [
+        {"test": "scaling_vocab", "backend": "fsm", "workload": "w", "vocab": "128k", "error": "E"}
+    ]
+    results = report.Results({"benchmarks": entries}, refusals)
+    lines = report._scaling_section(results, tmp_path)
+    assert "| `fsm` | `w` | 1,000: 2.0 | 32,000: 5.0 | 128k: refused (E) |" in lines
+    assert (tmp_path / "scaling_vocab.png").exists()
