@@ -285,11 +285,7 @@ def loop_setup(vocab):
         # The model is tiny: one thread is fastest, and on a busy 2-core machine
         # two spinning threads made forward passes seven times slower.
         torch.set_num_threads(1)
-    # one prompt per row (the EOS id, then a token of its own), so the rows of
-    # a batch decode different texts under argmax
-    normal = vocab.normal_ids()
-    starts = [int(normal[(97 * i) % len(normal)]) for i in range(max(LOOP_BATCHES))]
-    generate(model, vocab, [[vocab.eos_id, starts[0]]], None, argmax(), max_len=4)  # warm-up
+    generate(model, vocab, wl.loop_prompts(vocab, 1), None, argmax(), max_len=4)  # warm-up
     if model.device.type == "cuda":
         # the apply kernel is compiled (Triton's JIT) at its first call: here,
         # not inside the first timed constrained loop (the model's logits are float32)
@@ -299,7 +295,7 @@ def loop_setup(vocab):
         torch.cuda.synchronize()
 
     def run(constraint, batch: int, speculative: int = 0):
-        prompts = [[vocab.eos_id, t] for t in starts[:batch]]
+        prompts = wl.loop_prompts(vocab, batch)
         return generate(
             model, vocab, prompts, constraint, argmax(), max_len=LOOP_LEN, speculative=speculative
         )

@@ -196,6 +196,14 @@ def loop_model() -> str:
     return os.environ.get("CONSTRAIN_BENCH_LOOP_MODEL", "tiny")
 
 
+def loop_prompts(vocab: ca.Vocabulary, batch: int) -> list[list[int]]:
+    """The end-to-end stage's prompts: per row, the EOS id, then a normal
+    token of its own (so the rows of a batch decode different texts under
+    argmax)."""
+    normal = vocab.normal_ids()
+    return [[vocab.eos_id, int(normal[(97 * i) % len(normal)])] for i in range(batch)]
+
+
 def build_loop_model(vocab: ca.Vocabulary, name: str):
     """The model ``name`` (as :func:`loop_model` gives it) for ``vocab``:
     the embedded ``tiny_model`` or random weights of that shape, seed 0, on
