@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import operator
 import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -92,6 +93,12 @@ class StateChecker(ABC, Generic[S]):
     ``max_rollback`` bounds the history kept (``None``: everything).
     """
 
+    #: the last bitmask ``fill_mask`` found to be a 2-D int32 numpy array
+    #: exactly as wide as the vocabulary (a caller that passes the same one
+    #: each step), weakly held: a :meth:`state_row` is copied into its rows
+    #: without checking it again
+    _exact: Callable[[], np.ndarray | None] = staticmethod(lambda: None)
+
     def __init__(self, compiled: BaseCompiled, max_rollback: int | None = None):
         self.compiled = compiled
         self.vocab = compiled.vocab
@@ -119,6 +126,24 @@ class StateChecker(ABC, Generic[S]):
     @abstractmethod
     def state_accepting(self, state: S) -> bool:
         """Whether the text that led to ``state`` is in the language."""
+
+    def state_row(self, state: S) -> np.ndarray | None:
+        """The state's whole row of allowed tokens with its EOS, special and
+        padding bits already fixed (``bitmask_words(V)`` int32 words, read
+        only), where the backend keeps one per state (:meth:`finished_row`
+        makes it from ``fill_state``'s); ``None`` (the default) where it does
+        not: ``fill_mask`` then fixes those bits itself, each time."""
+        return None
+
+    def finished_row(self, state: S) -> np.ndarray:
+        """A new row of :meth:`fill_state`'s words for ``state``, its EOS,
+        special and padding bits fixed: what :meth:`state_row` returns, for
+        a backend to keep."""
+        words = allocate_bitmask(1, self._size)[0]
+        self.fill_state(state, words)
+        self._special_bits.finish_row(words, self.state_accepting(state))
+        words.flags.writeable = False
+        return words
 
     def state_allows(self, state: S, token_id: int) -> bool:
         """Whether the normal token is allowed; default: try to advance."""
@@ -159,6 +184,17 @@ class StateChecker(ABC, Generic[S]):
 
     def update(self, token_ids: Sequence[int]) -> None:
         """Accept ``token_ids`` atomically; ``TokenRejected`` leaves the state unchanged."""
+        if type(token_ids) is list and len(token_ids) == 1:  # the decoding loop's call
+            token_id = token_ids[0]
+            # a normal token (the special ids hold EOS) after a live state:
+            # what _step does for it; anything else takes the general path
+            if type(token_id) is int and 0 <= token_id < self._size:
+                state = self._stack[-1]
+                if token_id not in self._special_ids and state is not _TERMINATED:
+                    nxt = self.advance(state, token_id)
+                    if nxt is not None:
+                        self._stack.append(nxt)
+                        return
         self._stack.extend(self._states_after(token_ids)[1])
 
     def _states_after(self, token_ids: Sequence[int]) -> tuple[list[int], list[Any]]:
@@ -178,14 +214,30 @@ class StateChecker(ABC, Generic[S]):
         return ids, states
 
     def fill_mask(self, bitmask: Any, row: int = 0) -> None:
-        """Write the allowed next tokens into ``bitmask[row]``."""
-        view = vocab_row(bitmask, row, self.vocab.size)
+        """Write the allowed next tokens into ``bitmask[row]``: the state's
+        :meth:`state_row` (one copy) where the backend keeps one, else
+        :meth:`fill_state`'s row with its EOS, special and padding bits fixed."""
         state = self._stack[-1]
-        if state is _TERMINATED:
-            view[:] = 0
+        words = None if state is _TERMINATED else self.state_row(state)
+        if words is None:
+            view = vocab_row(bitmask, row, self._size)
+            if state is _TERMINATED:
+                view[:] = 0
+                return
+            self.fill_state(state, view)
+            self._special_bits.finish_row(view, self.state_accepting(state))
             return
-        self.fill_state(state, view)
-        self._special_bits.finish_row(view, self.state_accepting(state))
+        if bitmask is self._exact():
+            bitmask[row] = words  # (IndexError for a row it does not have)
+            return
+        vocab_row(bitmask, row, self._size)[:] = words
+        if (
+            type(bitmask) is np.ndarray
+            and bitmask.dtype is BITMASK_DTYPE
+            and bitmask.ndim == 2
+            and bitmask.shape[1] == words.shape[0]
+        ):
+            self._exact = weakref.ref(bitmask)
 
     def mask(self) -> TokenMask:
         """The allowed next tokens as a new ``TokenMask``."""

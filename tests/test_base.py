@@ -86,12 +86,73 @@ class ToyMatcherCompiled(ca.BaseCompiled):
         return ToyMatcherChecker(self, ToyMatcher(self.vocab))
 
 
-@pytest.fixture(params=["StateChecker", "MatcherChecker"])
+class KeptRowsChecker(ca.StateChecker[bytes]):
+    """The test plugin's checker with its rows kept per state (``state_row``),
+    so ``fill_mask`` copies a finished row instead of fixing one each time."""
+
+    def __init__(self, compiled: KeptRowsCompiled, max_rollback: int | None = None):
+        self.inner, self.kept = compiled.inner.checker(), compiled.kept
+        super().__init__(compiled, max_rollback)
+
+    def start_state(self):
+        return self.inner.start_state()
+
+    def advance(self, state, token_id):
+        return self.inner.advance(state, token_id)
+
+    def fill_state(self, state, row):
+        self.inner.fill_state(state, row)
+
+    def state_accepting(self, state):
+        return self.inner.state_accepting(state)
+
+    def state_row(self, state):
+        if state not in self.kept:
+            self.kept[state] = self.finished_row(state)
+        return self.kept[state]
+
+
+class KeptRowsCompiled(ca.BaseCompiled):
+    def __init__(self, inner: ca.BaseCompiled):
+        super().__init__(inner.spec, inner.vocab, inner.stats)
+        self.inner, self.kept = inner, {}
+
+    def checker(self) -> KeptRowsChecker:
+        return KeptRowsChecker(self)
+
+
+@pytest.fixture(params=["StateChecker", "StateChecker.state_row", "MatcherChecker"])
 def compiled(vocab, request):
-    """The contract, once through each base class."""
+    """The contract, once through each base class (and StateChecker's kept rows)."""
     if request.param == "StateChecker":
         return TestChoiceBackend().compile(Choice(OPTIONS), vocab)
+    if request.param == "StateChecker.state_row":
+        return KeptRowsCompiled(TestChoiceBackend().compile(Choice(OPTIONS), vocab))
     return ToyMatcherCompiled(Choice(OPTIONS), vocab, ca.CompileStats(0.0))
+
+
+def test_kept_rows_are_finished_read_only_and_copied(vocab):
+    """A row kept by ``state_row`` is the fill_state row with EOS and special
+    bits fixed, cannot be written, and every mask is a copy of it: writing a
+    filled row (a loop's apply does not, a careless caller might) leaves the
+    next mask intact."""
+    compiled = KeptRowsCompiled(TestChoiceBackend().compile(Choice(OPTIONS), vocab))
+    checker = compiled.checker()
+    checker.update([AB])  # an option: EOS allowed, and C still
+    bm = ca.allocate_bitmask(2, vocab.size)
+    checker.fill_mask(bm, 0)
+    (kept,) = compiled.kept.values()
+    assert not kept.flags.writeable
+    assert set(ca.TokenMask(kept, vocab.size)) == oracle(b"ab") == {EOS, C}
+    bm[0] = 0
+    checker.fill_mask(bm, 1)  # the same array again: the row copied without checks
+    checker.fill_mask(bm, 0)
+    assert set(ca.TokenMask(bm[0], vocab.size)) == set(ca.TokenMask(bm[1], vocab.size)) == {EOS, C}
+    with pytest.raises(IndexError):
+        checker.fill_mask(bm, 2)
+    checker.update([EOS])  # terminated: nothing, not the kept row
+    checker.fill_mask(bm, 0)
+    assert not bm[0].any()
 
 
 def oracle(text: bytes) -> set[int]:
@@ -147,6 +208,41 @@ def test_update_is_atomic_on_rejection(compiled):
 def test_rejection_reasons(compiled, token, reason):
     with pytest.raises(TokenRejected, match=reason):
         compiled.checker().update([token])
+
+
+class AnythingChecker(ca.StateChecker[int]):
+    """Every token advances (the state counts them): what refuses EOS,
+    special and out-of-range ids is StateChecker itself."""
+
+    def start_state(self):
+        return 0
+
+    def advance(self, state, token_id):
+        return state + 1
+
+    def fill_state(self, state, row):
+        row[:] = -1
+
+    def state_accepting(self, state):
+        return state >= 2
+
+
+@pytest.mark.parametrize("token", [PAD, EOS, len(TOKENS), -1])
+def test_one_token_updates_refuse_what_the_state_would_take(vocab, token):
+    """The loop's ``update([t])`` (a fast path) refuses a special token, EOS
+    before an accepting state and ids outside the vocabulary even from a
+    state that advances on anything, changing nothing."""
+    checker = AnythingChecker(ToyMatcherCompiled(Choice(OPTIONS), vocab, ca.CompileStats(0.0)))
+    with pytest.raises((TokenRejected, TypeError)):
+        checker.update([token])
+    assert checker.rollback_depth == 0 and checker.state == 0
+    checker.update([A])
+    checker.update([np.int64(B)])  # (not an int: the general path)
+    assert checker.state == 2 and checker.rollback_depth == 2
+    checker.update([EOS])
+    assert checker.terminated
+    with pytest.raises(TokenRejected):
+        checker.update([A])
 
 
 def test_update_needs_a_sequence(compiled):

@@ -26,9 +26,7 @@ import operator
 import os
 import threading
 import time
-import weakref
 from collections import OrderedDict
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +43,6 @@ from constrain_api import (
     Stack,
     StateChecker,
     lalr_table,
-    vocab_row,
 )
 
 from .kernels import set_bits
@@ -59,7 +56,6 @@ REGULAR = frozenset({"regex", "choice"})
 
 _UNKNOWN = object()
 _COUNT = operator.itemgetter(1)
-_INT32 = np.dtype(np.int32)  # (the bitmask's dtype, the one object numpy has for it)
 #: Entries of each per-state memo (steps, counts, acceptance) before it is cleared.
 _STATE_MEMO = 100_000
 
@@ -447,11 +443,6 @@ class DominoChecker(StateChecker[State]):
     """State: the frozenset of (parser stack, scanner position) configurations."""
 
     compiled: DominoCompiled
-    #: the last bitmask ``fill_mask`` found to be a 2-D int32 numpy array
-    #: exactly as wide as the vocabulary (a decoding loop passes the same
-    #: one every step), weakly held: its rows are written without checking
-    #: it again
-    _exact: Callable[[], np.ndarray | None] = staticmethod(lambda: None)
 
     def start_state(self) -> State:
         return self.compiled.start_state
@@ -514,25 +505,9 @@ class DominoChecker(StateChecker[State]):
     def fill_state(self, state: State, row: np.ndarray) -> None:
         row[:] = self.compiled.state_mask(state)
 
-    def fill_mask(self, bitmask, row: int = 0) -> None:
-        """Write the allowed next tokens into ``bitmask[row]``: the state's
-        cached row, already finished (one copy)."""
-        state = self._stack[-1]
-        if not isinstance(state, frozenset):  # terminated
-            super().fill_mask(bitmask, row)
-            return
-        words = self.compiled.state_mask(state)
-        if bitmask is self._exact():
-            bitmask[row] = words  # (IndexError for a row it does not have)
-            return
-        vocab_row(bitmask, row, self._size)[:] = words
-        if (
-            type(bitmask) is np.ndarray
-            and bitmask.dtype is _INT32
-            and bitmask.ndim == 2
-            and bitmask.shape[1] == words.shape[0]
-        ):
-            self._exact = weakref.ref(bitmask)
+    def state_row(self, state: State) -> np.ndarray:
+        """The state's cached row, already finished (``fill_mask`` copies it)."""
+        return self.compiled.state_mask(state)
 
     def state_accepting(self, state: State) -> bool:
         return self.compiled.accepting(state)

@@ -378,11 +378,14 @@ class _Clock:
 
 class StateInfo:
     """One state of the token automaton, read once: token and group moves,
-    parenthesis moves (pushdown automata only), the packed row, EOS."""
+    parenthesis moves (pushdown automata only), the packed row, EOS;
+    ``finished``: the row as a mask fills it (EOS and special bits fixed),
+    made at the state's first mask."""
 
     __slots__ = (
         "accepting",
         "closes",
+        "finished",
         "funnel_groups",
         "groups",
         "heads",
@@ -402,6 +405,7 @@ class StateInfo:
         self.member_moves: dict[int, int] = {}  # UTF-8 class or lead group label → next
         self.opens: list[tuple[int, int]] = []  # (open label, next)
         self.closes: list[tuple[int, int]] = []  # (matching open label, next)
+        self.finished: np.ndarray | None = None
         labels, targets = compiled.automaton.arcs(s)
         # deterministic by construction on tokens and groups (T_V spells a
         # token one way from a state, the byte acceptors are DFAs); a dict
@@ -530,6 +534,14 @@ class FSTChecker(StateChecker[int]):
         else:
             row[:] = self.compiled.state(state).row
 
+    def state_row(self, state: int) -> np.ndarray | None:
+        if state < 0:
+            return None
+        info = self.compiled.state(state)
+        if info.finished is None:  # (two threads may both make it: the same row)
+            info.finished = self.finished_row(state)
+        return info.finished
+
     def state_accepting(self, state: int) -> bool:
         return state >= 0 and self.compiled.state(state).accepting
 
@@ -551,12 +563,13 @@ MAX_CLOSURE = 100_000
 
 class Closure:
     """Every configuration reachable from a position through parentheses,
-    grouped by state, with the union of their rows and whether EOS is allowed;
+    grouped by state, with the union of their rows (finished: EOS and special
+    bits fixed, as a mask fills it) and whether EOS is allowed and any token;
     ``after`` remembers the position after each of the first ``KEEP_STEPS``
     tokens taken from it (rows of a batch often take the same token at the
     same place: a JSON grammar's punctuation)."""
 
-    __slots__ = ("accepting", "after", "by_state", "row")
+    __slots__ = ("accepting", "after", "by_state", "has_tokens", "row")
 
     def __init__(self, compiled: PushdownCompiled, position: frozenset[Config]):
         seen = set(position)
@@ -578,8 +591,12 @@ class Closure:
             self.by_state.setdefault(s, []).append(stack)
         infos = [compiled.state(s) for s in self.by_state]
         rows = [info.row for info in infos if info.has_tokens]
-        self.row = np.bitwise_or.reduce(rows) if rows else np.zeros_like(infos[0].row)
+        row = np.bitwise_or.reduce(rows) if rows else np.zeros_like(infos[0].row)
         self.accepting = any(info.accepting for info in infos)
+        self.has_tokens = bool(row.any())
+        compiled.special_bits.finish_row(row, self.accepting)  # (a new array: its own)
+        row.flags.writeable = False
+        self.row = row
         self.after: dict[int, frozenset[Config] | None] = {}
 
 
@@ -641,8 +658,11 @@ class PushdownChecker(StateChecker[frozenset]):
         else:
             row[:] = 0
 
+    def state_row(self, state: frozenset) -> np.ndarray | None:
+        return self.compiled.closure(state).row if state else None
+
     def state_accepting(self, state: frozenset) -> bool:
         return bool(state) and self.compiled.closure(state).accepting
 
     def state_finished(self, state: frozenset) -> bool:
-        return not state or not self.compiled.closure(state).row.any()
+        return not state or not self.compiled.closure(state).has_tokens
