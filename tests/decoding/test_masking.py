@@ -44,3 +44,23 @@ def test_sole_tokens_agrees_with_the_bits(words):
     strided[:] = batch
     assert sole_tokens(strided).tolist() == [_brute(r) for r in batch]
     assert SEVERAL in sole_tokens(batch).tolist() and NOTHING in sole_tokens(batch).tolist()
+
+
+@pytest.mark.parametrize("words", [1, 2, 13, 4008])
+def test_sole_tokens_of_rows_that_all_leave_a_choice_and_of_one_row(words):
+    """A batch where every row leaves a choice (the loop's usual step, read
+    without looking for single bits), and each kind of row alone (the forced
+    chain's scratch row)."""
+    rng = np.random.default_rng(words)
+    several = rng.integers(-(2**31), 2**31, (5, words), dtype=np.int64).astype(np.int32)
+    several[:, -1] |= 0b11  # at least two bits in every row
+    assert sole_tokens(several).tolist() == [SEVERAL] * 5
+    assert sole_tokens(several[:0]).tolist() == []
+    one = np.zeros((1, words), dtype=np.int32)
+    assert sole_tokens(one).tolist() == [NOTHING]
+    one[0, words // 2] = np.int32(-(2**31))  # the sign bit alone: one token
+    assert sole_tokens(one).tolist() == [_brute(one[0])] == [32 * (words // 2) + 31]
+    one[0, 0] |= 1
+    assert sole_tokens(one).tolist() == [_brute(one[0])] == [SEVERAL]
+    for row in several:
+        assert sole_tokens(row[None]).tolist() == [SEVERAL]
