@@ -327,6 +327,7 @@ class MatcherChecker(ABC):
         self.vocab = compiled.vocab
         self.matcher = matcher
         self._special_bits = compiled.special_bits
+        self._size, self._special_ids = self.vocab.size, self.vocab.special_ids
         self._history: list[int] = []
         self._in_use = threading.Lock()
 
@@ -399,6 +400,22 @@ class MatcherChecker(ABC):
 
     def update(self, token_ids: Sequence[int]) -> None:
         """Accept ``token_ids`` atomically; ``TokenRejected`` leaves the state unchanged."""
+        if type(token_ids) is list and len(token_ids) == 1:  # the decoding loop's call
+            token_id = token_ids[0]
+            # a normal token (the special ids hold EOS) before EOS: what _take
+            # does for it; a refusal, or anything else, takes the general path
+            if (
+                type(token_id) is int
+                and 0 <= token_id < self._size
+                and token_id not in self._special_ids
+            ):
+                self._claim()
+                try:
+                    if not self.terminated and self.matcher_accept(token_id):
+                        self._history.append(_BY_MATCHER)
+                        return
+                finally:
+                    self._in_use.release()
         if isinstance(token_ids, int | np.integer):
             raise TypeError("update takes a sequence of token ids; wrap one id in a list")
         self._claim()

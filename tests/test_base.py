@@ -227,22 +227,42 @@ class AnythingChecker(ca.StateChecker[int]):
         return state >= 2
 
 
+class AnythingMatcherChecker(ToyMatcherChecker):
+    """A matcher that takes every token it is given, accepting after two."""
+
+    def matcher_accept(self, token_id):
+        self.matcher.texts.append(self.matcher.texts[-1] + b"?")
+        return True
+
+    def matcher_accepting(self):
+        return len(self.matcher.texts) > 2
+
+
+@pytest.mark.parametrize("kind", ["StateChecker", "MatcherChecker"])
 @pytest.mark.parametrize("token", [PAD, EOS, len(TOKENS), -1])
-def test_one_token_updates_refuse_what_the_state_would_take(vocab, token):
+def test_one_token_updates_refuse_what_the_state_would_take(vocab, kind, token):
     """The loop's ``update([t])`` (a fast path) refuses a special token, EOS
     before an accepting state and ids outside the vocabulary even from a
-    state that advances on anything, changing nothing."""
-    checker = AnythingChecker(ToyMatcherCompiled(Choice(OPTIONS), vocab, ca.CompileStats(0.0)))
-    with pytest.raises((TokenRejected, TypeError)):
+    state (a matcher) that advances on anything, changing nothing; nothing
+    after EOS."""
+    compiled = ToyMatcherCompiled(Choice(OPTIONS), vocab, ca.CompileStats(0.0))
+    if kind == "StateChecker":
+        checker = AnythingChecker(compiled)
+    else:
+        checker = AnythingMatcherChecker(compiled, ToyMatcher(vocab))
+    with pytest.raises(TokenRejected):
         checker.update([token])
-    assert checker.rollback_depth == 0 and checker.state == 0
+    assert checker.rollback_depth == 0 and not checker.is_accepting()
     checker.update([A])
     checker.update([np.int64(B)])  # (not an int: the general path)
-    assert checker.state == 2 and checker.rollback_depth == 2
+    assert checker.is_accepting() and checker.rollback_depth == 2
     checker.update([EOS])
     assert checker.terminated
     with pytest.raises(TokenRejected):
         checker.update([A])
+    checker.rollback(1)
+    checker.update([A])
+    assert checker.rollback_depth == 3 and not checker.terminated
 
 
 def test_update_needs_a_sequence(compiled):

@@ -230,12 +230,13 @@ class LLGuidanceChecker(MatcherChecker):
     """One sequence: an ``LLMatcher``; the bookkeeping is ``MatcherChecker``'s."""
 
     def matcher_accept(self, token_id: int) -> bool:
-        # validate first: consume_token on a refused token is a sticky error
-        if self.matcher.validate_tokens([token_id]) != 1:
-            return False
-        if not self.matcher.consume_token(token_id):  # a bound hit while lexing
+        # one engine call that validates before it consumes (consume_token on
+        # a refused token is a sticky error; a refusal here changes nothing)
+        if self.matcher.try_consume_tokens([token_id]) == 1:
+            return True
+        if self.matcher.is_error():  # a bound hit while lexing
             raise _engine_error(self.matcher.get_error(), self.compiled.limits)
-        return True
+        return False
 
     def matcher_allows(self, token_id: int) -> bool:
         return self.matcher.validate_tokens([token_id]) == 1
