@@ -236,6 +236,11 @@ class LLGuidanceChecker(MatcherChecker):
             return True
         if self.matcher.is_error():  # a bound hit while lexing
             raise _engine_error(self.matcher.get_error(), self.compiled.limits)
+        # A refusal. The engine also refuses a token when its lexer hits a
+        # bound while validating it (and reports no error): the mask, which
+        # raises that bound, tells the two apart (on this path only: a token
+        # update or validate is given that is not allowed).
+        self.matcher_fill(allocate_bitmask(1, self.vocab.size)[0])
         return False
 
     def matcher_allows(self, token_id: int) -> bool:

@@ -188,6 +188,29 @@ def test_errors_and_limits(vocab):
         c.mask()
 
 
+def test_a_bound_hit_while_a_token_is_checked_is_the_bound_not_a_refusal(vocab):
+    """llguidance refuses a token when its lexer hits ``max_lexer_states``
+    while validating it, reporting no error: ``update`` and ``validate``
+    raise the bound, never ``TokenRejected`` for a token of the language
+    (the same text is accepted unbounded); a token the constraint forbids
+    is still refused."""
+    text = b"2024-01-01T10:00:00Z"
+    bounded = ca.get("llguidance", max_lexer_states=3).compile(ca.Regex(corpus.DATE_TIME), vocab)
+    checker = bounded.checker()
+    with pytest.raises(ca.CompileLimitExceeded, match="max_lexer_states"):
+        for b in text:
+            checker.update([_token(vocab, bytes([b]))])
+    with pytest.raises(ca.CompileLimitExceeded, match="max_lexer_states"):
+        bounded.checker().validate([_token(vocab, bytes([b])) for b in text])
+    free = ca.get("llguidance").compile(ca.Regex(corpus.DATE_TIME), vocab).checker()
+    _walk(free, vocab, text)
+    assert free.is_accepting()
+    with pytest.raises(ca.TokenRejected, match="not allowed"):
+        ca.get("llguidance").compile(ca.Regex(corpus.DATE_TIME), vocab).checker().update(
+            [_token(vocab, b"x")]
+        )
+
+
 def test_the_parallel_fill_gives_each_checkers_mask(vocab, monkeypatch):
     """``fill_threads=2``: one call to llguidance's parallel fill writes
     every row as that checker's ``fill_mask`` does (a terminated row 0, EOS
