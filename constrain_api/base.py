@@ -184,17 +184,13 @@ class StateChecker(ABC, Generic[S]):
 
     def update(self, token_ids: Sequence[int]) -> None:
         """Accept ``token_ids`` atomically; ``TokenRejected`` leaves the state unchanged."""
-        if type(token_ids) is list and len(token_ids) == 1:  # the decoding loop's call
-            token_id = token_ids[0]
-            # a normal token (the special ids hold EOS) after a live state:
-            # what _step does for it; anything else takes the general path
-            if type(token_id) is int and 0 <= token_id < self._size:
-                state = self._stack[-1]
-                if token_id not in self._special_ids and state is not _TERMINATED:
-                    nxt = self.advance(state, token_id)
-                    if nxt is not None:
-                        self._stack.append(nxt)
-                        return
+        if type(token_ids) is list and len(token_ids) == 1 and type(token_ids[0]) is int:
+            token_id = token_ids[0]  # the decoding loop's call: one step, no lists
+            state = self._step(self._stack[-1], token_id)
+            if state is None:
+                raise TokenRejected(token_id, 0, rejection_reason(self.vocab, token_id))
+            self._stack.append(state)
+            return
         self._stack.extend(self._states_after(token_ids)[1])
 
     def _states_after(self, token_ids: Sequence[int]) -> tuple[list[int], list[Any]]:
@@ -327,7 +323,8 @@ class MatcherChecker(ABC):
         self.vocab = compiled.vocab
         self.matcher = matcher
         self._special_bits = compiled.special_bits
-        self._size, self._special_ids = self.vocab.size, self.vocab.special_ids
+        self._size, self._eos_ids = self.vocab.size, self.vocab.eos_ids
+        self._special_ids = self.vocab.special_ids
         self._history: list[int] = []
         self._in_use = threading.Lock()
 
@@ -390,32 +387,27 @@ class MatcherChecker(ABC):
 
     def _take(self, token_id: int) -> int | None:
         """Accept one token: its history entry, or ``None`` (state unchanged)."""
-        if self.terminated or not 0 <= token_id < self.vocab.size:
+        if self.terminated or not 0 <= token_id < self._size:
             return None
-        if token_id in self.vocab.eos_ids:
+        if token_id in self._eos_ids:
             return _EOS_ENTRY if self.matcher_accepting() else None
-        if token_id in self.vocab.special_ids:
+        if token_id in self._special_ids:
             return None
         return _BY_MATCHER if self.matcher_accept(token_id) else None
 
     def update(self, token_ids: Sequence[int]) -> None:
         """Accept ``token_ids`` atomically; ``TokenRejected`` leaves the state unchanged."""
-        if type(token_ids) is list and len(token_ids) == 1:  # the decoding loop's call
-            token_id = token_ids[0]
-            # a normal token (the special ids hold EOS) before EOS: what _take
-            # does for it; a refusal, or anything else, takes the general path
-            if (
-                type(token_id) is int
-                and 0 <= token_id < self._size
-                and token_id not in self._special_ids
-            ):
-                self._claim()
-                try:
-                    if not self.terminated and self.matcher_accept(token_id):
-                        self._history.append(_BY_MATCHER)
-                        return
-                finally:
-                    self._in_use.release()
+        if type(token_ids) is list and len(token_ids) == 1 and type(token_ids[0]) is int:
+            token_id = token_ids[0]  # the decoding loop's call: one step, nothing to undo
+            self._claim()
+            try:
+                entry = self._take(token_id)
+                if entry is None:
+                    raise TokenRejected(token_id, 0, rejection_reason(self.vocab, token_id))
+                self._history.append(entry)
+                return
+            finally:
+                self._in_use.release()
         if isinstance(token_ids, int | np.integer):
             raise TypeError("update takes a sequence of token ids; wrap one id in a list")
         self._claim()
