@@ -39,6 +39,7 @@ class Row:
         "score",
         "skip",
         "slot",
+        "sources",
         "tokens",
         "tries",
     )
@@ -49,6 +50,7 @@ class Row:
         self.draft: list[int] = []  # proposed tokens fed for verification
         self.budget = 0  # the most tokens the next draft may hold (see .drafts)
         self.guess: int | None = None  # the checker's next token, while not drafting
+        self.sources = None  # where its drafts come from (.drafts.Sources), if any
         self.hits = self.tries = 0.0  # draft tokens and guesses right / judged (decayed)
         self.tokens: list[int] = []
         self.length = 0  # attended cache slots

@@ -27,7 +27,16 @@ to be held back would tell no more than its first token): every pass while
 drafts come near paying (within a factor :data:`CLOSE`), after one pass in
 :data:`GUESS_EVERY` while they are far from it (their advance too small, or
 a wider pass too dear on this model and device), that interval doubling (up
-to :data:`GUESS_EVERY_MOST`) each time judged guesses leave them far."""
+to :data:`GUESS_EVERY_MOST`) each time judged guesses leave them far.
+
+Drafts come from two sources (``source``, ``generate``'s ``draft_source``):
+the checker's ``propose`` (the ``propose`` feature: what the constraint
+and the backend's model of it expect) and a prompt lookup over the row's
+own tokens (:mod:`.lookup`: what the text so far repeats), each cut to what
+the checker accepts (``validate``). With both (``"auto"``) a row drafts
+from the one whose first tokens were the picked token more often lately
+(:class:`Sources`): JSON keys the checker has learned, text that repeats
+the prompt or itself."""
 
 from __future__ import annotations
 
@@ -36,6 +45,7 @@ import weakref
 from collections import deque
 
 from .batch import Batch, Row
+from .lookup import TokenLookup
 from .results import StepRecord
 
 
@@ -50,10 +60,14 @@ class Drafts:
         eos: frozenset[int],
         policy: str = "measured",
         model: object = None,
+        source: str = "auto",
     ):
         if policy not in POLICIES:
             raise ValueError(f"draft policy must be one of {sorted(POLICIES)}, got {policy!r}")
+        if source not in SOURCES:
+            raise ValueError(f"draft source must be one of {sorted(SOURCES)}, got {source!r}")
         self.speculative, self.max_len, self.eos = speculative, max_len, eos
+        self.source = source
         self.cost = cost_of(model) if policy == "measured" and speculative else None
         #: whether rows propose drafts (else only guesses): not while drafts
         #: of the rows' budgets would not pay (:meth:`DraftCost.gain`);
@@ -75,8 +89,10 @@ class Drafts:
         with the prompt, when it pays: it proposes in the first
         :meth:`hold_back`, once drafts were weighed), its acceptance record
         starting from what the rows of ``constraint`` (a compiled
-        constraint) earned in earlier calls (:func:`remember`)."""
+        constraint) earned in earlier calls (:func:`remember`); its sources
+        (:class:`Sources`) are those of ``self.source`` it has."""
         row.budget = self.speculative
+        row.sources = Sources.of(row.checker, row.pending, self.source)
         prior = None
         with contextlib.suppress(TypeError):  # (None, or not weakly referable)
             prior = _PRIORS.get(constraint)
@@ -94,25 +110,26 @@ class Drafts:
                 _PRIORS[constraint] = sum(rates) / len(rates)
 
     def propose(self, row: Row) -> None:
-        """Set ``row.draft`` to what its checker proposes and would accept,
-        at most ``row.budget`` tokens (EOS ends a draft; a proposal cut to
-        nothing is a guess of its first token); a row whose budget is 0 only
-        guesses (``row.guess``). While drafts would not pay (``drafting``) every row
-        only guesses: each pass while drafts come near paying (``near``),
-        after one pass in :data:`GUESS_EVERY` while they are far from it."""
+        """Set ``row.draft`` to what its sources propose and its checker
+        would accept, at most ``row.budget`` tokens (EOS ends a draft; a
+        proposal cut to nothing is a guess of its first token); a row whose
+        budget is 0 only guesses (``row.guess``). While drafts would not pay
+        (``drafting``) every row only guesses: each pass while drafts come
+        near paying (``near``), after one pass in :data:`GUESS_EVERY` while
+        they are far from it."""
         room = self.max_len - len(row.tokens) - 1
-        propose = getattr(row.checker, "propose", None)
-        if not self.speculative or room <= 0 or propose is None:
+        sources = row.sources
+        if not self.speculative or room <= 0 or sources is None:
             return
         if not self.drafting:  # guesses keep the row's record moving
             if self.guessing():
-                row.guess = _first(propose(1))
+                row.guess = _first(sources.propose(row.tokens, 1))
             return
         if row.budget == 0:
-            row.guess = _first(propose(1))
+            row.guess = _first(sources.propose(row.tokens, 1))
             return
         budget = min(row.budget, room)
-        proposal = propose(budget)
+        proposal = sources.propose(row.tokens, budget)
         draft = []
         for token in proposal:
             token = int(token)
@@ -122,6 +139,14 @@ class Drafts:
         row.draft = draft[: row.checker.validate(draft)]
         if not row.draft:  # (EOS first, or a token it would refuse: judged all the same)
             row.guess = _first(proposal)
+
+    @staticmethod
+    def judge(row: Row, first: int) -> None:
+        """``first``: the token picked where ``row``'s last proposal began
+        (its draft's first token, or the pick its guess was compared with):
+        each source that proposed there is credited or not."""
+        if row.sources is not None:
+            row.sources.judge(first)
 
     def guessing(self) -> bool:
         """Whether rows guess this pass while drafts would not pay: every
@@ -203,6 +228,84 @@ class Drafts:
         row.guess = None
 
 
+class Sources:
+    """A row's draft sources, in order: its checker's ``propose`` and a
+    :class:`~.lookup.TokenLookup` over its prompt and tokens. With more than
+    one, each keeps a decayed record of how often its proposal's first
+    token was the token picked there (:meth:`judge`), and a row drafts from
+    the likeliest right (:func:`_chance`; the first in order on a tie) that
+    proposes anything, the others proposing one token to be judged."""
+
+    __slots__ = ("firsts", "hits", "lookup", "proposers", "seen", "tries")
+
+    def __init__(self, proposers: list, lookup: TokenLookup | None):
+        self.proposers, self.lookup = proposers, lookup
+        self.seen = 0  # the row's tokens already in the lookup
+        n = len(proposers)
+        self.hits, self.tries = [0.0] * n, [0.0] * n
+        self.firsts: list[int | None] | None = None  # the last proposals' first tokens
+
+    @classmethod
+    def of(cls, checker: object, prompt: list[int], source: str) -> Sources | None:
+        """The sources ``source`` names that ``checker`` has (``None``: none)."""
+        proposers: list = []
+        lookup = None
+        propose = getattr(checker, "propose", None)
+        if source != "lookup" and propose is not None:
+            proposers.append(propose)
+        if source != "checker":
+            lookup = TokenLookup(prompt)
+            proposers.append(lookup.propose)
+        return cls(proposers, lookup) if proposers else None
+
+    def propose(self, tokens: list[int], budget: int) -> list[int]:
+        """What the likeliest right source that proposes anything proposes,
+        up to ``budget`` tokens, after the row's ``tokens``."""
+        lookup = self.lookup
+        if lookup is not None and self.seen < len(tokens):
+            lookup.extend(tokens[self.seen :])
+            self.seen = len(tokens)
+        proposers = self.proposers
+        if len(proposers) == 1:
+            return proposers[0](budget)
+        order = sorted(range(len(proposers)), key=self._rank)
+        firsts: list[int | None] = [None] * len(proposers)
+        chosen: list[int] = []
+        for i in order:
+            proposal = proposers[i](1 if chosen else budget)
+            if len(proposal):
+                firsts[i] = int(proposal[0])
+                if not chosen:
+                    chosen = proposal
+        self.firsts = firsts
+        return chosen
+
+    def _rank(self, i: int) -> tuple[float, int]:
+        return (-_chance(self.hits[i], self.tries[i]), i)
+
+    def judge(self, first: int) -> None:
+        """Credit each source whose last proposal began with ``first``."""
+        firsts = self.firsts
+        if firsts is None:
+            return
+        self.firsts = None
+        for i, token in enumerate(firsts):
+            if token is not None:
+                self.hits[i] = DECAY * self.hits[i] + (token == first)
+                self.tries[i] = DECAY * self.tries[i] + 1
+
+
+#: where drafts come from (``generate``'s ``draft_source``): ``"checker"``
+#: (its ``propose``), ``"lookup"`` (the row's own tokens, :mod:`.lookup`),
+#: ``"auto"`` (both, the likelier right first: :class:`Sources`)
+SOURCES = frozenset({"auto", "checker", "lookup"})
+
+
+def _chance(hits: float, tries: float) -> float:
+    """A decayed record's chance of being right, from an even prior."""
+    return (hits + 1.0) / (tries + 2.0)
+
+
 def _first(tokens) -> int | None:
     """The first of a checker's proposed tokens (a list or an array), if any."""
     return int(tokens[0]) if len(tokens) else None
@@ -249,7 +352,7 @@ DECAY = 0.8
 def acceptance(row: Row) -> float:
     """The chance that ``row``'s next draft token is right: its decayed
     record of draft tokens and guesses, from an even prior."""
-    return (row.hits + 1.0) / (row.tries + 2.0)
+    return _chance(row.hits, row.tries)
 
 
 def expected_advance(rows: list[Row], lengths: list[int] | None = None) -> float:

@@ -70,6 +70,7 @@ def generate(
     opportunistic: bool = False,
     speculative: int = 0,
     draft_policy: str = "measured",
+    draft_source: str = "auto",
     forced: bool = True,
     fill_beside_forward: bool | None = None,
 ) -> GenerationResult:
@@ -88,9 +89,14 @@ def generate(
     ``accepts`` and build the mask only when it is rejected (DOMINO); with
     ``top_k``/``top_p`` the model's pick is kept when allowed even where
     filtering among the allowed tokens would have excluded it.
-    ``speculative`` (argmax/sample): drafts of up to that many tokens from
-    checkers that have ``propose(max_tokens)``, verified in one forward pass;
-    the output is the same as without drafts; ``draft_policy``:
+    ``speculative`` (argmax/sample): drafts of up to that many tokens,
+    verified in one forward pass; the output is the same as without drafts.
+    ``draft_source``: ``"checker"`` (checkers that have
+    ``propose(max_tokens)``), ``"lookup"`` (the tokens that followed the
+    latest earlier occurrence of the sequence's last tokens, prompt
+    included: :mod:`.lookup`), ``"auto"`` (default: both, each row drafting
+    from the one right more often lately); drafts are cut to what the
+    checker accepts. ``draft_policy``:
     ``"measured"`` feeds a pass's drafts only when they are expected to
     pay on this model and device (from the rows' acceptance so far and the
     loop's own pass times; see :mod:`.drafts`), ``"always"`` whenever every
@@ -134,7 +140,7 @@ def generate(
         if min(p) < 0 or max(p) >= model.width:
             raise ValueError(f"prompt {i} has ids outside [0, {model.width})")
     compiled, checkers = _resolve(constraint, vocab, backend, len(prompts))
-    drafts = Drafts(speculative, max_len, vocab.eos_ids, draft_policy, model)
+    drafts = Drafts(speculative, max_len, vocab.eos_ids, draft_policy, model, draft_source)
     loop = _Loop(model, vocab, decoder, params, max_len, seed, opportunistic, drafts, forced)
     beside = fills_beside(fill_beside_forward, model.device, compiled, loop)
     with torch.inference_mode(), _worker(beside) as worker:  # (logits: written in place)

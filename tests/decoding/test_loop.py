@@ -642,7 +642,8 @@ def test_rows_that_only_guess_take_their_picks_after_the_next_pass_is_queued(voc
         log: list = []
         checker = LoggedDrafting(Drafting(compiled.checker(), target), log)
         result = generate(Logged(paced, log), vocab, [[vocab.eos_id]], [checker], argmax(),
-                          forced=False, speculative=4, draft_policy=policy)  # fmt: skip
+                          forced=False, speculative=4,
+                          draft_policy=policy, draft_source="checker")  # fmt: skip
         assert _tokens(result) == [target]
         passes = [i for i, event in enumerate(log) if event[0] == "forward"]
         shadowed = guessed = 0  # passes whose first events are an update, (a guess,) the fill
@@ -669,7 +670,7 @@ def test_speculative_drafts_verify_to_the_same_output(vocab, model, compiled, go
     script = expected.token_ids if good else vocab.encode('{"name":"bob","age":7,"ok":false}')
     checker = Drafting(base.checker(), script)
     spec = generate(model, vocab, [[vocab.eos_id]], [checker], argmax(), speculative=4,
-                    draft_policy="always")  # fmt: skip
+                    draft_policy="always", draft_source="checker")  # fmt: skip
     (g,) = spec.sequences
     assert g.token_ids == expected.token_ids
     assert g.score == pytest.approx(expected.score, abs=1e-3)
@@ -703,7 +704,7 @@ def test_drafts_follow_how_the_last_ones_fared(vocab, right_from, drafted, resum
     script = b * wrong + target[wrong:]
     checker = Drafting(compiled.checker(), script)
     spec = generate(lm, vocab, [[vocab.eos_id]], [checker], argmax(), speculative=4,
-                    draft_policy="always", forced=False)  # fmt: skip
+                    draft_policy="always", draft_source="checker", forced=False)  # fmt: skip
     assert spec.sequences[0].token_ids == target
     totals, passes = spec.totals(), plain.totals()["forward_passes"]
     if drafted is not None:  # the first draft of 4, then guesses only
@@ -731,11 +732,13 @@ def test_a_batch_feeds_drafts_only_when_every_row_has_one(vocab):
     silent = compiled.checker()  # (naive's checkers propose nothing)
     assert not hasattr(silent, "propose")
     mixed = generate(lm, vocab, prompts, [Drafting(compiled.checker(), target), silent],
-                     argmax(), speculative=4, draft_policy="always", forced=False)  # fmt: skip
+                     argmax(), speculative=4,
+                     draft_policy="always", draft_source="checker", forced=False)  # fmt: skip
     assert [g.token_ids for g in mixed.sequences] == [target, target]
     assert mixed.totals()["drafted"] == 0 and mixed.totals()["forward_passes"] == passes
     both = generate(lm, vocab, prompts, [Drafting(compiled.checker(), target)] * 2,
-                    argmax(), speculative=4, draft_policy="always", forced=False)  # fmt: skip
+                    argmax(), speculative=4,
+                    draft_policy="always", draft_source="checker", forced=False)  # fmt: skip
     assert [g.token_ids for g in both.sequences] == [target, target]
     assert both.totals()["accepted"] > 0 and both.totals()["forward_passes"] < passes
 
@@ -759,6 +762,7 @@ def test_speculative_sampling_keeps_the_distribution(vocab, model):
         speculative=1,
         seed=1,
         draft_policy="always",
+        draft_source="checker",
     )
     share_spec = sum(g.data[:1] == letter for g in spec.sequences) / n
     assert spec.totals()["drafted"] >= n
@@ -781,7 +785,7 @@ def test_speculative_sampling_draws_what_plain_sampling_draws(vocab, model, comp
         scripts = [vocab.encode('{"name":"bob","age":7,"ok":false}')] * 2
     checkers = [Drafting(base.checker(), script) for script in scripts]
     spec = generate(model, vocab, prompts, checkers, decoder, seed=7, max_len=40,
-                    speculative=4, draft_policy="always")  # fmt: skip
+                    speculative=4, draft_policy="always", draft_source="checker")  # fmt: skip
     assert spec.totals()["drafted"] > 0
     if good:
         assert spec.totals()["forward_passes"] < plain.totals()["forward_passes"]
@@ -822,7 +826,8 @@ def test_measured_drafts_are_fed_only_while_they_pay(vocab, pays):
 
     def run(policy):
         return generate(paced, vocab, [[vocab.eos_id]], [Drafting(compiled.checker(), target)],
-                        argmax(), speculative=4, draft_policy=policy, forced=False)  # fmt: skip
+                        argmax(), speculative=4,
+                        draft_policy=policy, draft_source="checker", forced=False)  # fmt: skip
 
     always, first, again = run("always"), run("measured"), run("measured")
     assert _tokens(always) == _tokens(first) == _tokens(again) == [target]
@@ -874,7 +879,7 @@ def test_rows_whose_drafts_would_not_pay_only_guess(vocab):
         calls.clear()
         checker = Counting(compiled.checker(), target, calls)
         return generate(paced, vocab, [[vocab.eos_id]], [checker], argmax(), speculative=4,
-                        forced=False)  # fmt: skip
+                        draft_source="checker", forced=False)  # fmt: skip
 
     run()
     again = run()
@@ -1025,7 +1030,8 @@ def test_rejected_draft_slots_at_the_end_are_dropped_where_the_model_can(vocab):
                         prompt_length=1)  # fmt: skip
         recorder = MaskRecorder(lm, drop)
         result = generate(recorder, vocab, [[vocab.eos_id]], [Drafting(compiled.checker(), script)],
-                          argmax(), speculative=4, draft_policy="always", forced=False)  # fmt: skip
+                          argmax(), speculative=4,
+                          draft_policy="always", draft_source="checker", forced=False)  # fmt: skip
         return result, recorder.calls
 
     (dropped, calls), (kept, holes) = run(True), run(False)
@@ -1118,7 +1124,8 @@ def test_rows_guess_now_and_then_while_drafts_could_not_pay(vocab):
                         prompt_length=1)  # fmt: skip
         checker = Counting(compiled.checker(), vocab.encode("b") * 16, calls)
         result = generate(lm, vocab, [[vocab.eos_id]] * 16, [checker] * 16, argmax(),
-                          speculative=4, draft_policy=policy, forced=False)  # fmt: skip
+                          speculative=4,
+                          draft_policy=policy, draft_source="checker", forced=False)  # fmt: skip
         return result, len(calls)
 
     (always, asked_always), (measured, asked) = run("always"), run("measured")
@@ -1146,6 +1153,9 @@ def test_draft_policy_is_checked(vocab, model, compiled):
     with pytest.raises(ValueError, match="draft policy"):
         generate(model, vocab, [[vocab.eos_id]], compiled["regex"], speculative=2,
                  draft_policy="sometimes")  # fmt: skip
+    with pytest.raises(ValueError, match="draft source must be one of"):
+        generate(model, vocab, [[vocab.eos_id]], compiled["regex"], speculative=2,
+                 draft_source="prompt")  # fmt: skip
 
 
 # -- the transformers LogitsProcessor -------------------------------------------------------
