@@ -258,9 +258,10 @@ class Sources:
             proposers.append(lookup.propose)
         return cls(proposers, lookup) if proposers else None
 
-    def propose(self, tokens: list[int], budget: int) -> list[int]:
-        """What the likeliest right source that proposes anything proposes,
-        up to ``budget`` tokens, after the row's ``tokens``."""
+    def propose(self, tokens: list[int], budget: int):
+        """What the likeliest right source that proposes anything proposes
+        (a list or an array), up to ``budget`` tokens, after the row's
+        ``tokens``."""
         lookup = self.lookup
         if lookup is not None and self.seen < len(tokens):
             lookup.extend(tokens[self.seen :])
@@ -270,15 +271,15 @@ class Sources:
             return proposers[0](budget)
         order = sorted(range(len(proposers)), key=self._rank)
         firsts: list[int | None] = [None] * len(proposers)
-        chosen: list[int] = []
+        chosen = None  # (a list or an array)
         for i in order:
-            proposal = proposers[i](1 if chosen else budget)
+            proposal = proposers[i](budget if chosen is None else 1)
             if len(proposal):
                 firsts[i] = int(proposal[0])
-                if not chosen:
+                if chosen is None:
                     chosen = proposal
         self.firsts = firsts
-        return chosen
+        return [] if chosen is None else chosen
 
     def _rank(self, i: int) -> tuple[float, int]:
         return (-_chance(self.hits[i], self.tries[i]), i)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from constrain_conformance.corpus import small_vocabulary
 
@@ -89,6 +90,17 @@ def test_a_row_drafts_from_the_source_whose_first_tokens_were_right():
     sources.propose([], 2)
     sources.judge(1)
     assert sources.propose([], 2) == [1, 2]  # the first is right lately
+
+
+def test_sources_take_proposals_as_arrays():
+    """A checker's ``propose`` may answer a numpy array (as ``propose``'s
+    contract allows): chosen, judged and passed over like a list."""
+    array, empty = Scripted(np.array([3, 4, 5])), Scripted(np.array([], dtype=np.int64))
+    sources = Sources([empty, array, Scripted([9])], None)
+    assert list(sources.propose([], 2)) == [3, 4]
+    assert sources.firsts == [None, 3, 9]
+    sources.judge(9)
+    assert list(sources.propose([], 2)) == [9]
 
 
 def test_a_source_that_proposes_nothing_is_passed_over_and_not_judged():
