@@ -190,10 +190,10 @@ def test_errors_and_limits(vocab):
 
 def test_a_bound_hit_while_a_token_is_checked_is_the_bound_not_a_refusal(vocab):
     """llguidance refuses a token when its lexer hits ``max_lexer_states``
-    while validating it, reporting no error: ``update`` and ``validate``
-    raise the bound, never ``TokenRejected`` for a token of the language
-    (the same text is accepted unbounded); a token the constraint forbids
-    is still refused."""
+    while validating it, reporting no error: ``update``, ``validate`` and
+    ``accepts`` raise the bound, never ``TokenRejected`` (or ``False``) for
+    a token of the language (the same text is accepted unbounded); a token
+    the constraint forbids is still refused."""
     text = b"2024-01-01T10:00:00Z"
     bounded = ca.get("llguidance", max_lexer_states=3).compile(ca.Regex(corpus.DATE_TIME), vocab)
     checker = bounded.checker()
@@ -202,6 +202,12 @@ def test_a_bound_hit_while_a_token_is_checked_is_the_bound_not_a_refusal(vocab):
             checker.update([_token(vocab, bytes([b]))])
     with pytest.raises(ca.CompileLimitExceeded, match="max_lexer_states"):
         bounded.checker().validate([_token(vocab, bytes([b])) for b in text])
+    asked = bounded.checker()
+    with pytest.raises(ca.CompileLimitExceeded, match="max_lexer_states"):
+        for b in text:  # accepts raises the bound too, never answers False for it
+            token = _token(vocab, bytes([b]))
+            assert asked.accepts(token)
+            asked.update([token])
     free = ca.get("llguidance").compile(ca.Regex(corpus.DATE_TIME), vocab).checker()
     _walk(free, vocab, text)
     assert free.is_accepting()
