@@ -454,9 +454,8 @@ def _speculative_table(results: Results, vocab: str) -> list[str]:
         "### Speculative drafts: the loop with drafts against the loop without",
         "",
         f"The same loop and model, drafts of up to {first.get('speculative', '?')} tokens "
-        "from the checker or looked up in the sequence (`generate(..., speculative=s)`, "
-        'the default `draft_source="auto"`, backends with the `propose` feature; the '
-        'default `draft_policy="measured"` feeds a pass\'s drafts only when '
+        "from the checker (`generate(..., speculative=s)`, backends with the `propose` "
+        'feature; the default `draft_policy="measured"` feeds a pass\'s drafts only when '
         "their expected advance beats the pass's measured cost, docs/decoding.md), "
         "verified in one forward pass: under argmax the output is the same token "
         "for token (the benchmark checks it). Each round runs the constrained loop without "

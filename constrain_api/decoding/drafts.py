@@ -33,8 +33,9 @@ Drafts come from two sources (``source``, ``generate``'s ``draft_source``):
 the checker's ``propose`` (the ``propose`` feature: what the constraint
 and the backend's model of it expect) and a prompt lookup over the row's
 own tokens (:mod:`.lookup`: what the text so far repeats), each cut to what
-the checker accepts (``validate``). With both (``"auto"``) a row drafts
-from the one whose first tokens were the picked token more often lately
+the checker accepts (``validate``). By default (``"auto"``) a row drafts
+from its checker when it proposes, else by lookup; with ``"both"`` from
+the one whose first tokens were the picked token more often lately
 (:class:`Sources`): JSON keys the checker has learned, text that repeats
 the prompt or itself."""
 
@@ -232,18 +233,25 @@ class Sources:
     """A row's draft sources, in order: its checker's ``propose`` and a
     :class:`~.lookup.TokenLookup` over its prompt and tokens. With more than
     one, each keeps a decayed record of how often its proposal's first
-    token was the token picked there (:meth:`judge`), and a row drafts from
-    the likeliest right (:func:`_chance`; the first in order on a tie) that
-    proposes anything, the others proposing one token to be judged."""
+    token was the token picked there, and a row asks the likeliest right
+    (:func:`_chance`, from even odds; the first in order on a tie) and, if
+    it proposes nothing, the next. Only the source asked is judged
+    (:meth:`judge`): a source wrong more often than not falls below one
+    never judged, which is then tried, so the others cost nothing while
+    the first is right. The lookup reads the row's tokens when it is asked
+    (indexing what came since in bulk), not at every step."""
 
-    __slots__ = ("firsts", "hits", "lookup", "proposers", "seen", "tries")
+    __slots__ = ("asked", "first", "hits", "lookup", "proposers", "seen", "tries")
 
     def __init__(self, proposers: list, lookup: TokenLookup | None):
+        """``proposers``: ``propose(max_tokens)`` callables, the lookup's
+        (``lookup.propose``) last when there is a ``lookup``."""
         self.proposers, self.lookup = proposers, lookup
         self.seen = 0  # the row's tokens already in the lookup
         n = len(proposers)
         self.hits, self.tries = [0.0] * n, [0.0] * n
-        self.firsts: list[int | None] | None = None  # the last proposals' first tokens
+        self.asked: int | None = None  # the source whose proposal is to be judged
+        self.first = 0  # (its first token)
 
     @classmethod
     def of(cls, checker: object, prompt: list[int], source: str) -> Sources | None:
@@ -253,7 +261,7 @@ class Sources:
         propose = getattr(checker, "propose", None)
         if source != "lookup" and propose is not None:
             proposers.append(propose)
-        if source != "checker":
+        if source == "lookup" or source == "both" or (source == "auto" and not proposers):
             lookup = TokenLookup(prompt)
             proposers.append(lookup.propose)
         return cls(proposers, lookup) if proposers else None
@@ -262,44 +270,47 @@ class Sources:
         """What the likeliest right source that proposes anything proposes
         (a list or an array), up to ``budget`` tokens, after the row's
         ``tokens``."""
-        lookup = self.lookup
-        if lookup is not None and self.seen < len(tokens):
-            lookup.extend(tokens[self.seen :])
-            self.seen = len(tokens)
-        proposers = self.proposers
+        proposers, lookup = self.proposers, self.lookup
+        self.asked = None
         if len(proposers) == 1:
+            if lookup is not None:
+                self._catch_up(tokens)
             return proposers[0](budget)
-        order = sorted(range(len(proposers)), key=self._rank)
-        firsts: list[int | None] = [None] * len(proposers)
-        chosen = None  # (a list or an array)
+        hits, tries, last = self.hits, self.tries, len(proposers) - 1
+        if last == 1:
+            order = (0, 1) if _chance(hits[0], tries[0]) >= _chance(hits[1], tries[1]) else (1, 0)
+        else:
+            order = sorted(range(last + 1), key=lambda i: (-_chance(hits[i], tries[i]), i))
         for i in order:
-            proposal = proposers[i](budget if chosen is None else 1)
+            if i == last and lookup is not None:  # (the lookup comes last)
+                self._catch_up(tokens)
+            proposal = proposers[i](budget)
             if len(proposal):
-                firsts[i] = int(proposal[0])
-                if chosen is None:
-                    chosen = proposal
-        self.firsts = firsts
-        return [] if chosen is None else chosen
+                self.asked, self.first = i, int(proposal[0])
+                return proposal
+        return []
 
-    def _rank(self, i: int) -> tuple[float, int]:
-        return (-_chance(self.hits[i], self.tries[i]), i)
+    def _catch_up(self, tokens: list[int]) -> None:
+        """Give the lookup the row's tokens it has not seen."""
+        if self.seen < len(tokens):
+            self.lookup.extend(tokens[self.seen :])
+            self.seen = len(tokens)
 
     def judge(self, first: int) -> None:
-        """Credit each source whose last proposal began with ``first``."""
-        firsts = self.firsts
-        if firsts is None:
+        """Credit the source last asked if its proposal began with ``first``."""
+        i = self.asked
+        if i is None:
             return
-        self.firsts = None
-        for i, token in enumerate(firsts):
-            if token is not None:
-                self.hits[i] = DECAY * self.hits[i] + (token == first)
-                self.tries[i] = DECAY * self.tries[i] + 1
+        self.asked = None
+        self.hits[i] = DECAY * self.hits[i] + (self.first == first)
+        self.tries[i] = DECAY * self.tries[i] + 1
 
 
 #: where drafts come from (``generate``'s ``draft_source``): ``"checker"``
 #: (its ``propose``), ``"lookup"`` (the row's own tokens, :mod:`.lookup`),
-#: ``"auto"`` (both, the likelier right first: :class:`Sources`)
-SOURCES = frozenset({"auto", "checker", "lookup"})
+#: ``"auto"`` (the checker's where it proposes, else the lookup's),
+#: ``"both"`` (the likelier right first: :class:`Sources`)
+SOURCES = frozenset({"auto", "both", "checker", "lookup"})
 
 
 def _chance(hits: float, tries: float) -> float:

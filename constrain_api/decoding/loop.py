@@ -94,9 +94,10 @@ def generate(
     ``draft_source``: ``"checker"`` (checkers that have
     ``propose(max_tokens)``), ``"lookup"`` (the tokens that followed the
     latest earlier occurrence of the sequence's last tokens, prompt
-    included: :mod:`.lookup`), ``"auto"`` (default: both, each row drafting
-    from the one right more often lately); drafts are cut to what the
-    checker accepts. ``draft_policy``:
+    included: :mod:`.lookup`), ``"auto"`` (default: the checker's where it
+    has ``propose``, else the lookup's), ``"both"`` (each row drafting from
+    the one right more often lately); drafts are cut to what the checker
+    accepts. ``draft_policy``:
     ``"measured"`` feeds a pass's drafts only when they are expected to
     pay on this model and device (from the rows' acceptance so far and the
     loop's own pass times; see :mod:`.drafts`), ``"always"`` whenever every

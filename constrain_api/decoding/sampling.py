@@ -183,7 +183,7 @@ class SampleStep:
         rec.mask += time.perf_counter() - t0
         row.guess = None  # (a guess made before the chain would be compared after it)
         if row.sources is not None:
-            row.sources.firsts = None  # (likewise its sources' first tokens)
+            row.sources.asked = None  # (likewise its source's proposal)
         row.pending = chain
         row.forced_now = len(chain)
         row.skip = True
