@@ -239,7 +239,7 @@ class Sources:
     (:meth:`judge`): a source wrong more often than not falls below one
     never judged, which is then tried, so the others cost nothing while
     the first is right. The lookup reads the row's tokens when it is asked
-    (indexing what came since in bulk), not at every step."""
+    (indexing those that came since), not at every step."""
 
     __slots__ = ("asked", "first", "hits", "lookup", "proposers", "seen", "tries")
 
