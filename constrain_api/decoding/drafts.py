@@ -142,23 +142,29 @@ class Drafts:
             row.guess = _first(proposal)
 
     @staticmethod
-    def judge(row: Row, first: int) -> None:
-        """``first``: the token picked where ``row``'s last proposal began
-        (its draft's first token, or the pick its guess was compared with):
-        each source that proposed there is credited or not."""
+    def forget(row: Row) -> None:
+        """``row`` took a forced chain instead of a pick: its guess (and the
+        proposal of the source asked for it) would be compared after the
+        chain, so neither is judged."""
+        row.guess = None
         if row.sources is not None:
-            row.sources.judge(first)
+            row.sources.asked = None
 
     def guessing(self) -> bool:
         """Whether rows guess this pass while drafts would not pay: every
         pass while drafts come near paying (``near``), else one in ``every``."""
         return self.near or self.passes % self.every == 0
 
-    def settle(self, batch: Batch, index: int, row: Row, accepted: int, rec: StepRecord) -> None:
-        """Count the first ``accepted`` draft slots of row ``index``; mask the
-        rejected ones out of the cache; size the row's next draft."""
+    def settle(
+        self, batch: Batch, index: int, row: Row, accepted: int, pick: int, rec: StepRecord
+    ) -> None:
+        """Count the first ``accepted`` draft slots of row ``index`` (``pick``
+        the token picked after them); judge the draft's source; mask the
+        rejected slots out of the cache; size the row's next draft."""
         if not row.draft:
             return
+        if row.sources is not None:
+            row.sources.judge(row.draft[0] if accepted else pick)
         rec.accepted += accepted
         row.length += accepted
         drafted = len(row.draft)
@@ -218,8 +224,11 @@ class Drafts:
     def observe(self, row: Row, pick: int) -> None:
         """The pick after a step without a draft: the guess (or the first
         token of a draft held back) counts as right or wrong, and a right
-        one makes a row that drafted nothing draft one token again."""
+        one makes a row that drafted nothing draft one token again; the
+        source asked for the guess is judged."""
         if row.guess is not None:
+            if row.sources is not None:
+                row.sources.judge(pick)
             right = row.guess == pick
             row.hits = DECAY * row.hits + right
             row.tries = DECAY * row.tries + 1

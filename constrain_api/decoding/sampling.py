@@ -181,9 +181,7 @@ class SampleStep:
             token = single
         rec.forced += len(chain)
         rec.mask += time.perf_counter() - t0
-        row.guess = None  # (a guess made before the chain would be compared after it)
-        if row.sources is not None:
-            row.sources.asked = None  # (likewise its source's proposal)
+        loop.drafts.forget(row)  # (a guess made before the chain: not judged)
         row.pending = chain
         row.forced_now = len(chain)
         row.skip = True
@@ -257,10 +255,8 @@ class SampleStep:
             if row.reason is not None:  # finished while opportunistic masking
                 continue
             if draft:
-                loop.drafts.judge(row, draft[0] if accepted else token)
-                loop.drafts.settle(loop.batch, i, row, accepted, rec)
+                loop.drafts.settle(loop.batch, i, row, accepted, token, rec)
             elif row.guess is not None:
-                loop.drafts.judge(row, token)
                 loop.drafts.observe(row, token)
             new = [*draft[:accepted], token]
             ended = token in loop.eos
