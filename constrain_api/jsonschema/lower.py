@@ -2015,12 +2015,13 @@ def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[
     does: branch i, and for every other branch j ``anyOf`` the ways a value
     of branch i fails j — a name j requires is absent, a member j declares
     is present with a value j's subschema rejects (``not``), or (j closed,
-    i closed) a member only i declares is present. The ways are the exact
+    i closed) a member only i declares is present; every value of i fails
+    a closed j when i requires a name j does not declare. The ways are the exact
     negation of j, so the branches are exact; they overlap each other in
     no value (each holds its own and fails the others). A branch every one
     of whose values matches another is dropped. ``None`` when a branch has
-    other keywords, when j is closed and i open (the names j excludes are
-    any), or past ``_MAX_ABSENT_CHOICES`` combinations per branch; the
+    other keywords, when j is closed and i open without such a name (the
+    names j excludes are any), or past ``_MAX_ABSENT_CHOICES`` combinations per branch; the
     caller lowers the branches and refuses where a negation is not
     expressible. ``default_open``: ``additionalProperties`` where a branch
     has none (``JsonSchema(additional_properties=...)``)."""
@@ -2080,6 +2081,8 @@ def _ways_to_fail(
         else:
             ways.append({"required": [name], "properties": {name: {"not": sub}}})
     if not open_j:
+        if any(n not in theirs for n in have):
+            return [True]  # (a member i requires is one j excludes)
         if open_i:
             return None
         outside = [n for n in mine if n not in theirs and mine[n] is not False]

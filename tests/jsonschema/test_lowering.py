@@ -507,6 +507,18 @@ ONE_OF_BY_TYPE_CASES = [
         [[], [1], ["a"], [1, "a"], ["a", "b", "c"], [1, 2, 3], "x"],
     ),
     ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, [1, 1.0, 1.5, -2, "x"]),
+    (
+        {  # an open branch requiring a member a closed branch excludes: apart
+            "oneOf": [
+                {"properties": {"src": {"type": "string"}}, "required": ["src"]},
+                {"type": "string"},
+                {"properties": {"from": {"type": "string"}, "n": {"type": "number"}},
+                 "required": ["from"], "additionalProperties": False},
+            ],
+        },
+        [{"src": "a"}, {"from": "b"}, {"from": "b", "n": 1}, {"src": "a", "from": "b"},
+         {"src": 1, "from": "b"}, {"from": "b", "x": 0}, {"src": "a", "n": "x"}, {}, "s", 3],
+    ),
 ]  # fmt: skip
 
 
@@ -526,9 +538,10 @@ def test_one_of_one_json_type_at_a_time(schema, instances):
 
 def test_one_of_still_refused_where_a_type_is_shared_unresolved():
     """Branches in so many names that the choices of absent ones multiply
-    past 64, a closed branch beside an open one (the names it excludes are
-    any), a member value whose negation is not expressible (a multiple),
-    non-integral numbers within a bound."""
+    past 64, a closed branch beside an open one that requires only names
+    the closed one declares (the names it excludes are any), a member
+    value whose negation is not expressible (a multiple), non-integral
+    numbers within a bound."""
     many = [{"required": [f"{g}{i}" for i in range(3)]} for g in "abcde"]
     for schema in (
         {"oneOf": [{"type": "number", "minimum": 2}, {"type": "integer"}]},
@@ -537,7 +550,7 @@ def test_one_of_still_refused_where_a_type_is_shared_unresolved():
             "type": "object",
             "oneOf": [
                 {"properties": {"a": {"type": "string"}}, "additionalProperties": False},
-                {"required": ["b"]},
+                {"required": ["a"]},
             ],
         },
         {
