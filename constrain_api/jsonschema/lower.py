@@ -43,6 +43,7 @@ from ..automata import (
     Repeat,
     alt,
     dfa_to_regex,
+    has_lookaround,
     parse_regex,
 )
 from ..budget import checkpoint, is_budget_error
@@ -1364,7 +1365,9 @@ class Lowerer:
             if any(r not in names for r in required):
                 return NOTHING
         pattern_rx = {
-            p: re.compile(strings.pattern_regex(p, where=join_pointer(where, "patternProperties")))
+            p: _name_matcher(
+                p, join_pointer(where, "patternProperties", p), self.options.max_states
+            )
             for p in patterns
         }
         entries: list[tuple[Expr, bool]] = []
@@ -1372,9 +1375,7 @@ class Lowerer:
             quoted = strings.quote(name)
             parts = [props[name]] if name in props else []
             matched = [
-                p
-                for p, rx in pattern_rx.items()
-                if rx.fullmatch(json.dumps(name, ensure_ascii=False))
+                p for p, rx in pattern_rx.items() if rx(json.dumps(name, ensure_ascii=False))
             ]
             parts += [patterns[p] for p in matched]
             if name not in props and not matched:
@@ -1479,7 +1480,7 @@ class Lowerer:
         keys = []
         for p in patterns:
             here = join_pointer(where, "patternProperties", p)
-            keys.append(ByteDFA.from_regex(strings.pattern_regex(p, where=here), max_states=limit))
+            keys.append(_name_automaton(p, here, limit))
         # the regions: each pattern in or out, depth first from every name
         # but the declared ones; a region found empty is not split further,
         # so patterns that exclude each other (literal names beside a
@@ -1596,6 +1597,26 @@ def _has_marker(x: Any) -> bool:
 def _validating(s: dict) -> bool:
     """Whether any keyword of ``s`` can reject a value."""
     return any(k in _HANDLED or k in _REFUSED or k.startswith("__") for k in s)
+
+
+def _name_matcher(pattern: str, where: str, max_states: int) -> Callable[[str], bool]:
+    """Whether a quoted name is one a ``patternProperties`` pattern
+    matches: Python's ``re`` on the pattern's regex, or, for a pattern with
+    a lookaround (no regex text), its automaton."""
+    node = strings.pattern_node(pattern, where=where)
+    if has_lookaround(node):
+        dfa = ByteDFA.from_node(strings.quoted_node(node), max_states=max_states)
+        return lambda quoted: dfa.matches(quoted.encode())
+    compiled = re.compile(strings.pattern_regex(pattern, where=where))
+    return lambda quoted: compiled.fullmatch(quoted) is not None
+
+
+def _name_automaton(pattern: str, where: str, max_states: int) -> ByteDFA:
+    """The automaton of the quoted names a ``patternProperties`` pattern matches."""
+    node = strings.pattern_node(pattern, where=where)
+    if has_lookaround(node):
+        return ByteDFA.from_node(strings.quoted_node(node), max_states=max_states)
+    return ByteDFA.from_regex(strings.pattern_regex(pattern, where=where), max_states=max_states)
 
 
 def _quoted_name(name: str, quoted: str | None = None) -> Rx:

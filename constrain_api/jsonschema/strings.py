@@ -42,8 +42,18 @@ Python's regex dialect — with these meanings:
   meaning are accepted: a ``{`` or ``}`` that is no quantifier, a lone ``]``,
   and ``-`` next to a class escape in a class (``[\\w-.]``) are literal.
 
+Lookarounds ``(?=X)``, ``(?!X)``, ``(?<=X)``, ``(?<!X)`` at the top level of a
+top-level alternative see all the text after (before) their point, as a
+search does: the parts after a lookahead, with the text after the match,
+are intersected with ``X·Σ*`` (positive) or have it taken away (negative);
+the text before a lookbehind likewise with ``Σ*·X``. Such a pattern has no
+regex text: :func:`pattern_node` gives its AST (``Intersect``/``Difference``),
+:func:`pattern_regex` raises ``CompileLimitExceeded("regex_size")``.
+
 Unsupported (``UnsupportedConstraint``, backend ``"json_schema"``, construct
-``pattern '...'``, the reason naming the construct): lookarounds, ``\\b``/``\\B``,
+``pattern '...'``, the reason naming the construct): lookarounds inside
+groups, after ``$`` or before ``^``, a lookbehind after a lookahead
+(crossing), ``\\b``/``\\B``,
 backreferences (``\\1``, ``\\k<name>``), ``^``/``$`` anywhere but at the start/end
 of a top-level alternative, ``\\u{...}`` (its meaning depends on the ``u``
 flag), legacy octal escapes, identity escapes of letters (``\\a``; also
@@ -88,6 +98,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ..automata.printer import NOTHING_TEXT, is_atom, to_regex
 from ..automata.regex import (
@@ -102,6 +113,7 @@ from ..automata.regex import (
     Repeat,
     Seq,
     alt,
+    has_lookaround,
     has_surrogate,
     is_void,
     nullable,
@@ -832,6 +844,17 @@ class _Unsupported(Exception):
         self.reason = reason
 
 
+@dataclass(frozen=True)
+class _Look:
+    """A lookaround at the top level of a top-level alternative: what the
+    text after (``ahead``) or before the point must start or end with
+    (``negative``: must not)."""
+
+    ahead: bool
+    negative: bool
+    node: Node
+
+
 class _Malformed(Exception):
     def __init__(self, message: str, pos: int) -> None:
         super().__init__(message)
@@ -883,14 +906,23 @@ class _EcmaParser:
         end. In a top-level alternative, ``^`` after text that must be
         non-empty, or ``$`` before it, never holds (no multiline flag): the
         alternative matches nothing; after or before text that may be empty,
-        that text must be empty there, so it is dropped."""
-        parts: list[Node] = []
+        that text must be empty there, so it is dropped. A top-level
+        alternative with lookarounds at its own level comes back whole
+        (:func:`_looked_around`), marked anchored at both ends."""
+        parts: list[Node | _Look] = []
         start = end = void = False
         end_at: int | None = None  # how many parts came before the first $
         while not self.at_end() and self.peek() not in "|)":
             c = self.peek()
+            if top and self.at_lookaround():
+                if end_at is not None:
+                    raise _Unsupported("a lookaround after $")
+                parts.append(self.lookaround())
+                continue
             if c == "^":
                 if top and end_at is None:
+                    if any(isinstance(p, _Look) for p in parts):
+                        raise _Unsupported("anchor ^ after a lookaround")
                     void = void or (bool(parts) and not nullable(seq(*parts)))
                     parts, start = [], True
                     self.i += 1
@@ -910,7 +942,31 @@ class _EcmaParser:
             void = void or (bool(after) and not nullable(seq(*after)))
         if void:
             return _VOID, False, False
+        if any(isinstance(p, _Look) for p in parts):
+            return _looked_around(parts, start, end), True, True
         return seq(*parts), start, end
+
+    def at_lookaround(self) -> bool:
+        return (
+            self.peek() == "("
+            and self.peek(1) == "?"
+            and (self.peek(2) in ("=", "!") or (self.peek(2) == "<" and self.peek(3) in ("=", "!")))
+        )
+
+    def lookaround(self) -> _Look:
+        """``(?=X)``, ``(?!X)``, ``(?<=X)``, ``(?<!X)`` at the position
+        (``at_lookaround``); with the ``u`` flag no quantifier may follow."""
+        start = self.i
+        ahead = self.peek(2) != "<"
+        self.i += 3 if ahead else 4
+        negative = self.p[self.i - 1] == "!"
+        node = self.disjunction()
+        if self.peek() != ")":
+            raise self.malformed("missing ')'", start)
+        self.i += 1
+        if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self.brace_quantifier(False)):
+            raise self.malformed("nothing to repeat")
+        return _Look(ahead, negative, node)
 
     def quantified(self, node: Node) -> Node:
         q = self.quantifier()
@@ -1214,6 +1270,40 @@ def _property(body: str) -> CharSet:
 # ------------------------------------------------------------ search semantics
 
 
+def _looked_around(parts: list[Node | _Look], start: bool, end: bool) -> Node:
+    """The strings in which a top-level alternative with lookarounds at its
+    own level finds a match (search semantics: text before it unless
+    ``start``, after it unless ``end``). A lookahead sees all the text after
+    its point, to the end of the string, so the parts after it and that
+    text must (``(?=X)``) or must not (``(?!X)``) start with a string of X:
+    their intersection with, or difference from, ``X·Σ*``; a lookbehind
+    likewise sees all the text before, ``Σ*·X``. Each lookbehind must come
+    before every lookahead (else each would see text the other constrains:
+    refused as crossing)."""
+    looks = [i for i, p in enumerate(parts) if isinstance(p, _Look)]
+    first_ahead = next((i for i in looks if parts[i].ahead), len(parts))
+    if any(not parts[i].ahead for i in looks if i > first_ahead):
+        raise _Unsupported("a lookbehind after a lookahead", "crossing lookarounds")
+    items: list[Node | _Look] = [_EMPTY if start else _SIGMA_STAR, *parts]
+    items.append(_EMPTY if end else _SIGMA_STAR)
+    split = first_ahead + 1  # (items are parts shifted by one)
+    left: Node = _EMPTY
+    for item in items[:split]:  # lookbehinds: the text so far must end with X
+        if isinstance(item, _Look):
+            condition = seq(_SIGMA_STAR, item.node)
+            left = Difference(left, condition) if item.negative else Intersect(left, condition)
+        else:
+            left = seq(left, item)
+    right: Node = _EMPTY
+    for item in reversed(items[split:]):  # lookaheads: the rest must start with X
+        if isinstance(item, _Look):
+            condition = seq(item.node, _SIGMA_STAR)
+            right = Difference(right, condition) if item.negative else Intersect(right, condition)
+        else:
+            right = seq(item, right)
+    return seq(left, right)
+
+
 def _trim(node: Node, front: bool) -> Node:
     """A node ``m`` with ``Σ*·m == Σ*·node`` (``front``) or ``m·Σ* == node·Σ*``."""
     if nullable(node):
@@ -1286,6 +1376,14 @@ def pattern_regex(
     ``max_length`` characters. See the module docstring for the dialect."""
     _check_counts(min_length, max_length, where)
     node = pattern_node(pattern, where=where)
+    if has_lookaround(node):
+        raise CompileLimitExceeded(
+            "regex_size",
+            max_size,
+            None,
+            f"pattern {pattern!r} has a lookaround: an intersection or difference of "
+            "languages, with no regex text (pattern_node's AST holds it)",
+        )
     return length_restricted(
         node, min_length, max_length, what=f"pattern {pattern!r}", max_size=max_size
     )

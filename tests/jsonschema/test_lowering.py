@@ -1178,6 +1178,42 @@ def test_a_pattern_beside_a_format_is_their_intersection():
     assert accepts('"2024-02-29"') and not accepts('"2024-02-30"')
 
 
+def test_a_pattern_with_lookaheads_is_an_intersection():
+    """A password rule (lookaheads at the start of an anchored pattern),
+    alone and under a length bound, in an object: judged by the validator
+    (Python's ``re`` reads the pattern the same way on these strings); and
+    as ``patternProperties`` beside declared names (matched by automata)."""
+    rule = r"^(?=.*[A-Z])(?=.*\d)(?!.*\s)"
+    schema = {
+        "type": "object",
+        "properties": {
+            "password": {"type": "string", "pattern": rule, "maxLength": 8},
+            "hint": {"type": "string", "pattern": r"^(?!.*pass)[a-z]*$"},
+        },
+        "required": ["password"],
+        "additionalProperties": False,
+    }
+    verdicts = judged_by_the_validator(
+        schema,
+        [{"password": "Secret12"}, {"password": "secret12"}, {"password": "SECRET"},
+         {"password": "Sec ret1"}, {"password": "Secret123"}, {"password": "A1"},
+         {"password": "A1", "hint": "word"}, {"password": "A1", "hint": "mypass"},
+         {"password": "A1", "hint": "Word"}, {}],
+    )  # fmt: skip
+    assert verdicts[0] and not verdicts[1] and not verdicts[4] and verdicts[6]
+    names = {
+        "properties": {"@@id": {"type": "string"}, "ok": {"type": "boolean"}},
+        "patternProperties": {r"^(?!@@)[\w@]+$": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    verdicts = judged_by_the_validator(
+        names,
+        [{"a": 1}, {"a": "x"}, {"@@id": "x"}, {"@@x": 1}, {"a@@": 1}, {"ok": 1}, {"ok": True},
+         {"@@id": 3}, {"a b": 1}, {}],
+    )  # fmt: skip
+    assert verdicts[0] and not verdicts[3] and verdicts[4] and not verdicts[5]
+
+
 def test_opaque_pieces_are_keyed_by_their_language():
     """The text of a piece with no regex text is a digest of its AST: the
     same AST, the same key (caches by text are shared); another AST,

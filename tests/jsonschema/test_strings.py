@@ -346,10 +346,13 @@ def test_lengths_out_of_reach() -> None:
 
 
 UNSUPPORTED = [
-    ("(?=a)a", "lookahead"),
-    ("a(?!b)", "negative lookahead"),
-    ("(?<=a)b", "lookbehind"),
-    ("(?<!a)b", "negative lookbehind"),
+    ("(a(?=b))", "lookahead"),
+    ("(?:x|a(?!b))", "negative lookahead"),
+    ("x((?<=a)b)", "lookbehind"),
+    ("((?<!a)b)", "negative lookbehind"),
+    ("(?=a)b(?<=b)", "crossing lookarounds"),
+    ("a$(?!b)", "lookaround after $"),
+    ("(?=a)^a", "anchor ^ after a lookaround"),
     (r"\bword", "word boundary"),
     (r"a\B", "word boundary"),
     (r"(a)\1", "backreference"),
@@ -372,6 +375,45 @@ UNSUPPORTED = [
 ]
 
 
+# (ECMA pattern with lookarounds at the top level of a top-level
+# alternative, Python search pattern: the same meaning, ``\Z`` for ``$``)
+LOOKAROUNDS = [
+    (r"^(?!@@)[\w@]+$", r"\A(?!@@)[A-Za-z0-9_@]+\Z"),
+    (r"^(?=.*[A-Z])(?=.*\d)[^\n]{4,}$", r"\A(?=.*[A-Z])(?=.*[0-9])[^\n]{4,}\Z"),
+    ("(?=a)ab", "(?=a)ab"),
+    ("a(?!b)", "a(?!b)"),
+    ("a(?=b)", "a(?=b)"),
+    ("(?<=a)b", "(?<=a)b"),
+    ("(?<!a)b", "(?<!a)b"),
+    ("^(?<!a)b", "\\A(?<!a)b"),
+    ("x(?<=x)y(?=z)", "x(?<=x)y(?=z)"),
+    ("foo(?!bar)$", "foo(?!bar)\\Z"),
+    ("(?!a)|b", "(?!a)|b"),
+    ("^(?!.*ab)", "\\A(?!.*ab)"),
+    ("(?<!a|bc)c", "(?:(?<!a)(?<!bc))c"),
+    ("^(?=a|b)(?!ab)..$", "\\A(?=a|b)(?!ab)..\\Z"),
+]
+
+
+@pytest.mark.parametrize("ecma, python", LOOKAROUNDS)
+def test_top_level_lookarounds(ecma: str, python: str) -> None:
+    """A lookaround at the top level of a top-level alternative sees the
+    whole text after (or before) its point, as in a search: the language
+    (an intersection or difference of automata, no regex text) against
+    Python's ``re.search``, on strings without line terminators (where
+    ``.`` and ``$`` differ between the dialects)."""
+    from constrain_api.jsonschema.strings import pattern_node, quoted_node
+
+    py = re.compile(python)
+    d = ByteDFA.from_node(quoted_node(pattern_node(ecma)))
+    texts = [t for t in corpus(["@@x", "x@@", "ab", "aab", "Ab1x", "AAA1", "xyz", "foobar", "bc c"])
+             if not any(c in t for c in "\n\r\u2028\u2029")]  # fmt: skip
+    for t in texts:
+        assert d.matches(encoded(t)) == bool(py.search(t)), (ecma, t)
+    with pytest.raises(CompileLimitExceeded, match="lookaround"):
+        pattern_regex(ecma)  # (no regex text: the lowering keeps the AST)
+
+
 @pytest.mark.parametrize("pattern, named", UNSUPPORTED)
 def test_unsupported_constructs(pattern: str, named: str) -> None:
     with pytest.raises(UnsupportedConstraint) as e:
@@ -382,7 +424,7 @@ def test_unsupported_constructs(pattern: str, named: str) -> None:
 
 
 MALFORMED = ["(", "(a", "a)", "[a", "*a", "a**", "a{3,2}", "[z-a]", "\\", "(?<>a)", "a|+", "{2}",
-             "(?", "(?<1a>x)", r"\p{L", r"\pL"]  # fmt: skip
+             "(?", "(?<1a>x)", r"\p{L", r"\pL", "(?=a", "(?=a)*b", "x(?<!a){2}"]  # fmt: skip
 
 
 @pytest.mark.parametrize("pattern", MALFORMED)
