@@ -414,6 +414,56 @@ def test_top_level_lookarounds(ecma: str, python: str) -> None:
         pattern_regex(ecma)  # (no regex text: the lowering keeps the AST)
 
 
+_LOOK_ATOMS = ["a", "b", "[ab]", "[^a]", ".", "(?:a|bc)", "(?:a|)"]
+#: lookahead bodies; the first four (fixed width) are also lookbehind bodies (Python's rule)
+_LOOK_BODIES = ["a", "b", "ab", "[ab]c", ".*a", "[^c]*b"]
+#: the refusals a random pattern may meet (the rest must be the language)
+_LOOK_REFUSALS = (
+    "crossing lookarounds",
+    "a lookaround after $",
+    "anchor ^ after a lookaround",
+    "anchor ^ inside a group or after $",
+)
+
+
+@st.composite
+def _looked_patterns(draw) -> str:
+    def part() -> str:
+        kind = draw(st.sampled_from(["atom", "atom", "look", "anchor"]))
+        if kind == "look":
+            k = draw(st.sampled_from(["?=", "?!", "?<=", "?<!"]))
+            body = draw(st.sampled_from(_LOOK_BODIES if k in ("?=", "?!") else _LOOK_BODIES[:4]))
+            return f"({k}{body})"
+        if kind == "anchor":
+            return draw(st.sampled_from(["^", "$"]))
+        quantifier = draw(st.sampled_from(["", "*", "+", "?", "{2}"]))
+        return draw(st.sampled_from(_LOOK_ATOMS)) + quantifier
+
+    options = draw(st.integers(1, 2))
+    return "|".join("".join(part() for _ in range(draw(st.integers(0, 4)))) for _ in range(options))
+
+
+@SETTINGS
+@given(_looked_patterns())
+def test_random_lookaround_patterns_against_python(pattern: str) -> None:
+    """Random patterns of lookarounds, anchors, classes and quantifiers:
+    the language of every string over ``abc`` up to four characters is
+    Python's ``re.search`` (``$`` read as ``\\Z``), or the pattern is refused
+    for one of the documented reasons."""
+    from constrain_api.jsonschema.strings import pattern_node, quoted_node
+
+    py = re.compile(pattern.replace("$", r"\Z"))
+    try:
+        node = pattern_node(pattern)
+    except UnsupportedConstraint as e:
+        assert any(r in e.reason for r in _LOOK_REFUSALS), (pattern, e.reason)
+        return
+    d = ByteDFA.from_node(quoted_node(node))
+    for n in range(5):
+        for t in map("".join, itertools.product("abc", repeat=n)):
+            assert d.matches(encoded(t)) == bool(py.search(t)), (pattern, t)
+
+
 @pytest.mark.parametrize("pattern, named", UNSUPPORTED)
 def test_unsupported_constructs(pattern: str, named: str) -> None:
     with pytest.raises(UnsupportedConstraint) as e:
