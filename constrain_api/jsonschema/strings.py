@@ -50,12 +50,16 @@ the text before a lookbehind likewise with ``Σ*·X``. Such a pattern has no
 regex text: :func:`pattern_node` gives its AST (``Intersect``/``Difference``),
 :func:`pattern_regex` raises ``CompileLimitExceeded("regex_size")``.
 
+An unquantified group whose options hold anchors or lookarounds at their
+own level is distributed over its alternative (``^([^,]|$)`` is
+``^[^,]|^$``: the same strings, each assertion seeing the same text), up to
+64 top-level alternatives.
+
 Unsupported (``UnsupportedConstraint``, backend ``"json_schema"``, construct
-``pattern '...'``, the reason naming the construct): lookarounds inside
-groups, after ``$`` or before ``^``, a lookbehind after a lookahead
-(crossing), ``\\b``/``\\B``,
-backreferences (``\\1``, ``\\k<name>``), ``^``/``$`` anywhere but at the start/end
-of a top-level alternative, ``\\u{...}`` (its meaning depends on the ``u``
+``pattern '...'``, the reason naming the construct): anchors and lookarounds
+inside quantified groups or inside lookarounds, lookarounds after ``$`` or
+before ``^``, a lookbehind after a lookahead (crossing), ``\\b``/``\\B``,
+backreferences (``\\1``, ``\\k<name>``), ``\\u{...}`` (its meaning depends on the ``u``
 flag), legacy octal escapes, identity escapes of letters (``\\a``; also
 flag-dependent), Unicode properties other than the above (scripts, other
 binary properties), inline modifiers ``(?i:...)``. A malformed pattern raises
@@ -69,7 +73,7 @@ alternative (there is no multiline flag) ``^`` holds only where the text
 before it is empty and ``$`` only where the text after it is: text that may
 be empty there is dropped, text that must not be makes the alternative match
 nothing (``/^[0-9]{4}$/`` with its slashes matches no string); anchors inside
-groups are refused. The free ends are then trimmed without changing the
+quantified groups are refused. The free ends are then trimmed without changing the
 language (``a+`` unanchored is ``…a…``).
 
 Lengths: ``minLength``/``maxLength`` combine with a pattern exactly, by
@@ -855,6 +859,62 @@ class _Look:
     node: Node
 
 
+#: An item of a top-level alternative: a node, an anchor (``"^"``, ``"$"``)
+#: or a lookaround.
+_Item = Node | str | _Look
+
+#: The most top-level alternatives that distributing groups may make.
+_MAX_DISTRIBUTED = 64
+
+
+def _is_node(item: _Item) -> bool:
+    return not isinstance(item, str | _Look)
+
+
+def _assertion_name(item: _Item) -> str:
+    if isinstance(item, str):
+        return f"anchor {item}"
+    kind = "lookahead" if item.ahead else "lookbehind"
+    return f"negative {kind}" if item.negative else kind
+
+
+def _settled(items: list[_Item]) -> tuple[Node, bool, bool]:
+    """A top-level alternative's node and whether it is anchored at the
+    start and the end. ``^`` after text that must be non-empty, or ``$``
+    before it, never holds (no multiline flag): the alternative matches
+    nothing; after or before text that may be empty, that text must be
+    empty there, so it is dropped. With lookarounds the alternative comes
+    back whole (:func:`_looked_around`), marked anchored at both ends."""
+    parts: list[Node | _Look] = []
+    start = end = void = False
+    end_at: int | None = None  # how many parts came before the first $
+    for item in items:
+        if isinstance(item, _Look):
+            if end_at is not None:
+                raise _Unsupported("a lookaround after $")
+            parts.append(item)
+        elif item == "^":
+            if end_at is not None:
+                raise _Unsupported("anchor ^ inside a group or after $")
+            if any(isinstance(p, _Look) for p in parts):
+                raise _Unsupported("anchor ^ after a lookaround")
+            void = void or (bool(parts) and not nullable(seq(*parts)))
+            parts, start = [], True
+        elif item == "$":
+            end = True
+            end_at = len(parts) if end_at is None else end_at
+        else:
+            parts.append(item)
+    if end_at is not None:
+        after, parts = parts[end_at:], parts[:end_at]
+        void = void or (bool(after) and not nullable(seq(*after)))
+    if void:
+        return _VOID, False, False
+    if any(isinstance(p, _Look) for p in parts):
+        return _looked_around(parts, start, end), True, True
+    return seq(*parts), start, end
+
+
 class _Malformed(Exception):
     def __init__(self, message: str, pos: int) -> None:
         super().__init__(message)
@@ -884,67 +944,88 @@ class _EcmaParser:
     # -- structure
 
     def parse(self) -> list[tuple[Node, bool, bool]]:
-        alternatives = []
-        while True:
-            alternatives.append(self.alternative(top=True))
-            if self.at_end():
-                return alternatives
-            if self.peek() == "|":
-                self.i += 1
-                continue
+        """The top-level alternatives, each with whether it is anchored at
+        the start and the end (:func:`_settled`)."""
+        alternatives = self.raw_disjunction()
+        if not self.at_end():
             raise self.malformed("unmatched ')'")
+        return [_settled(items) for items in alternatives]
 
     def disjunction(self) -> Node:
-        options = [self.alternative(top=False)[0]]
+        options = [self.alternative()]
         while self.peek() == "|":
             self.i += 1
-            options.append(self.alternative(top=False)[0])
+            options.append(self.alternative())
         return alt(*options)
 
-    def alternative(self, top: bool) -> tuple[Node, bool, bool]:
-        """One alternative and whether it is anchored at the start and the
-        end. In a top-level alternative, ``^`` after text that must be
-        non-empty, or ``$`` before it, never holds (no multiline flag): the
-        alternative matches nothing; after or before text that may be empty,
-        that text must be empty there, so it is dropped. A top-level
-        alternative with lookarounds at its own level comes back whole
-        (:func:`_looked_around`), marked anchored at both ends."""
-        parts: list[Node | _Look] = []
-        start = end = void = False
-        end_at: int | None = None  # how many parts came before the first $
+    def alternative(self) -> Node:
+        """An alternative inside a quantified group or a lookaround: no
+        anchors, no lookarounds."""
+        parts: list[Node] = []
         while not self.at_end() and self.peek() not in "|)":
             c = self.peek()
-            if top and self.at_lookaround():
-                if end_at is not None:
-                    raise _Unsupported("a lookaround after $")
-                parts.append(self.lookaround())
-                continue
             if c == "^":
-                if top and end_at is None:
-                    if any(isinstance(p, _Look) for p in parts):
-                        raise _Unsupported("anchor ^ after a lookaround")
-                    void = void or (bool(parts) and not nullable(seq(*parts)))
-                    parts, start = [], True
-                    self.i += 1
-                    continue
                 raise _Unsupported("anchor ^ inside a group or after $")
             if c == "$":
-                if not top:
-                    raise _Unsupported("anchor $ inside a group")
-                while self.peek() == "$":
-                    self.i += 1
-                end = True
-                end_at = len(parts) if end_at is None else end_at
-                continue
+                raise _Unsupported("anchor $ inside a group")
             parts.append(self.quantified(self.atom()))
-        if end_at is not None:
-            after, parts = parts[end_at:], parts[:end_at]
-            void = void or (bool(after) and not nullable(seq(*after)))
-        if void:
-            return _VOID, False, False
-        if any(isinstance(p, _Look) for p in parts):
-            return _looked_around(parts, start, end), True, True
-        return seq(*parts), start, end
+        return seq(*parts)
+
+    def raw_disjunction(self) -> list[list[_Item]]:
+        """The alternatives at the top level, as lists of items: nodes,
+        anchors and lookarounds. An unquantified group whose options hold
+        anchors or lookarounds at their own level is distributed over the
+        alternative (``P(A|B)R`` is ``PAR|PBR``, assertions included, since
+        each sees the same text either way)."""
+        alternatives: list[list[_Item]] = []
+        while True:
+            alternatives += self.raw_alternative()
+            if self.peek() != "|":
+                return alternatives
+            self.i += 1
+
+    def raw_alternative(self) -> list[list[_Item]]:
+        lists: list[list[_Item]] = [[]]
+        while not self.at_end() and self.peek() not in "|)":
+            c = self.peek()
+            if self.at_lookaround():
+                item: _Item = self.lookaround()
+            elif c in "^$":
+                self.i += 1
+                item = c
+            elif c == "(":
+                options = self.raw_group()
+                quantified = self.peek() in ("*", "+", "?") or (
+                    self.peek() == "{" and self.brace_quantifier(False)
+                )
+                asserting = [x for o in options for x in o if not _is_node(x)]
+                if asserting and not quantified:
+                    if len(lists) * len(options) > _MAX_DISTRIBUTED:
+                        raise _Unsupported(
+                            "anchors or lookarounds inside groups",
+                            f"more than {_MAX_DISTRIBUTED} alternatives once distributed",
+                        )
+                    lists = [mine + option for mine in lists for option in options]
+                    continue
+                if asserting:
+                    raise _Unsupported(_assertion_name(asserting[0]) + " inside a quantified group")
+                item = self.quantified(alt(*(seq(*o) for o in options)))
+            else:
+                item = self.quantified(self.atom())
+            for mine in lists:
+                mine.append(item)
+        return lists
+
+    def raw_group(self) -> list[list[_Item]]:
+        """A group at the top level of a top-level alternative: its options
+        as item lists (``raw_disjunction``)."""
+        start = self.i
+        self.open_group()
+        options = self.raw_disjunction()
+        if self.peek() != ")":
+            raise self.malformed("missing ')'", start)
+        self.i += 1
+        return options
 
     def at_lookaround(self) -> bool:
         return (
@@ -1043,6 +1124,17 @@ class _EcmaParser:
 
     def group(self) -> Node:
         start = self.i
+        self.open_group()
+        node = self.disjunction()
+        if self.peek() != ")":
+            raise self.malformed("missing ')'", start)
+        self.i += 1
+        return node
+
+    def open_group(self) -> None:
+        """Past a group's opening (``(``, ``(?:``, ``(?<name>``); a
+        lookaround here (inside a group or a quantified group) or inline
+        modifiers are refused."""
         self.i += 1
         if self.peek() == "?":
             nxt = self.peek(1)
@@ -1064,11 +1156,6 @@ class _EcmaParser:
                 raise _Unsupported("inline modifiers (?flags:...)")
             else:
                 raise self.malformed("invalid group")
-        node = self.disjunction()
-        if self.peek() != ")":
-            raise self.malformed("missing ')'", start)
-        self.i += 1
-        return node
 
     # -- escapes
 

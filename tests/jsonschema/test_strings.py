@@ -187,6 +187,11 @@ TRANSLATED = [
     ("(?:a|)^b$c?", r"(?:a|)\Ab\Zc?"),
     ("x|/^[0-9]{4}$/", r"x|/\A[0-9]{4}\Z/"),
     ("a$$", r"a\Z"),
+    # anchors inside unquantified groups: the group distributed over the alternative
+    ("^([^,]|$)", r"\A(?:[^,]|\Z)"),
+    ("(^a|b$)", r"(?:\Aa|b\Z)"),
+    ("x(a$|b)c?", r"x(?:a\Z|b)c?"),
+    ("(?:(^a|b)c|d$)", r"(?:(?:\Aa|b)c|d\Z)"),
     ("", ""),
     ("^$", r"\A\Z"),
     ("^", ""),
@@ -346,10 +351,13 @@ def test_lengths_out_of_reach() -> None:
 
 
 UNSUPPORTED = [
-    ("(a(?=b))", "lookahead"),
-    ("(?:x|a(?!b))", "negative lookahead"),
-    ("x((?<=a)b)", "lookbehind"),
-    ("((?<!a)b)", "negative lookbehind"),
+    ("(a(?=b))*", "lookahead inside a quantified group"),
+    ("(?:x|a(?!b))+", "negative lookahead inside a quantified group"),
+    ("x((?<=a)b){2}", "lookbehind inside a quantified group"),
+    ("((?<!a)b)?", "negative lookbehind inside a quantified group"),
+    ("(?=a(?=b))a", "lookahead (?=...)"),
+    ("(?!(?<=a))a", "lookbehind (?<=...)"),
+    ("(^a|b)" * 7, "more than 64 alternatives"),
     ("(?=a)b(?<=b)", "crossing lookarounds"),
     ("a$(?!b)", "lookaround after $"),
     ("(?=a)^a", "anchor ^ after a lookaround"),
@@ -358,8 +366,8 @@ UNSUPPORTED = [
     (r"(a)\1", "backreference"),
     (r"(?<n>a)\k<n>", "named backreference"),
     ("a$^b", "anchor ^"),
-    ("(^a)", "anchor ^"),
-    ("(a$)", "anchor $"),
+    ("(^a)*", "anchor ^ inside a quantified group"),
+    ("(a$)+", "anchor $ inside a quantified group"),
     (r"\u{1F600}", "\\u{...}"),
     (r"\01", "octal"),
     (r"\a", "identity escape"),
@@ -392,6 +400,8 @@ LOOKAROUNDS = [
     ("^(?!.*ab)", "\\A(?!.*ab)"),
     ("(?<!a|bc)c", "(?:(?<!a)(?<!bc))c"),
     ("^(?=a|b)(?!ab)..$", "\\A(?=a|b)(?!ab)..\\Z"),
+    ("(?:a(?!b)|c)d?", "(?:a(?!b)|c)d?"),
+    ("x((?<=x)y|z)(?=c)", "x(?:(?<=x)y|z)(?=c)"),
 ]
 
 
@@ -419,6 +429,7 @@ _LOOK_ATOMS = ["a", "b", "[ab]", "[^a]", ".", "(?:a|bc)", "(?:a|)"]
 _LOOK_BODIES = ["a", "b", "ab", "[ab]c", ".*a", "[^c]*b"]
 #: the refusals a random pattern may meet (the rest must be the language)
 _LOOK_REFUSALS = (
+    "inside a quantified group",
     "crossing lookarounds",
     "a lookaround after $",
     "anchor ^ after a lookaround",
@@ -428,8 +439,11 @@ _LOOK_REFUSALS = (
 
 @st.composite
 def _looked_patterns(draw) -> str:
-    def part() -> str:
-        kind = draw(st.sampled_from(["atom", "atom", "look", "anchor"]))
+    def part(depth: int = 0) -> str:
+        kind = draw(st.sampled_from(["atom", "atom", "look", "anchor", "group"][: 5 - depth]))
+        if kind == "group":  # (quantified or not, so distributed or refused)
+            options = ["".join(part(1) for _ in range(draw(st.integers(0, 2)))) for _ in "ab"]
+            return "(?:" + "|".join(options) + ")" + draw(st.sampled_from(["", "", "*", "?"]))
         if kind == "look":
             k = draw(st.sampled_from(["?=", "?!", "?<=", "?<!"]))
             body = draw(st.sampled_from(_LOOK_BODIES if k in ("?=", "?!") else _LOOK_BODIES[:4]))
@@ -446,7 +460,8 @@ def _looked_patterns(draw) -> str:
 @SETTINGS
 @given(_looked_patterns())
 def test_random_lookaround_patterns_against_python(pattern: str) -> None:
-    """Random patterns of lookarounds, anchors, classes and quantifiers:
+    """Random patterns of lookarounds, anchors, classes, quantifiers and
+    groups holding them (distributed, or refused when quantified):
     the language of every string over ``abc`` up to four characters is
     Python's ``re.search`` (``$`` read as ``\\Z``), or the pattern is refused
     for one of the documented reasons."""
