@@ -1022,9 +1022,7 @@ class _EcmaParser:
         start = self.i
         self.open_group()
         options = self.raw_disjunction()
-        if self.peek() != ")":
-            raise self.malformed("missing ')'", start)
-        self.i += 1
+        self.close_group(start)
         return options
 
     def at_lookaround(self) -> bool:
@@ -1042,9 +1040,7 @@ class _EcmaParser:
         self.i += 3 if ahead else 4
         negative = self.p[self.i - 1] == "!"
         node = self.disjunction()
-        if self.peek() != ")":
-            raise self.malformed("missing ')'", start)
-        self.i += 1
+        self.close_group(start)
         if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self.brace_quantifier(False)):
             raise self.malformed("nothing to repeat")
         return _Look(ahead, negative, node)
@@ -1126,10 +1122,14 @@ class _EcmaParser:
         start = self.i
         self.open_group()
         node = self.disjunction()
+        self.close_group(start)
+        return node
+
+    def close_group(self, start: int) -> None:
+        """Past the ``)`` of the group opened at ``start``."""
         if self.peek() != ")":
             raise self.malformed("missing ')'", start)
         self.i += 1
-        return node
 
     def open_group(self) -> None:
         """Past a group's opening (``(``, ``(?:``, ``(?<name>``); a
