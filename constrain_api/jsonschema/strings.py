@@ -46,7 +46,10 @@ Lookarounds ``(?=X)``, ``(?!X)``, ``(?<=X)``, ``(?<!X)`` at the top level of a
 top-level alternative see all the text after (before) their point, as a
 search does: the parts after a lookahead, with the text after the match,
 are intersected with ``X·Σ*`` (positive) or have it taken away (negative);
-the text before a lookbehind likewise with ``Σ*·X``. Such a pattern has no
+the text before a lookbehind likewise with ``Σ*·X``. An option of X that
+ends with ``$`` (a lookahead's) or starts with ``^`` (a lookbehind's) asks
+for X alone: ``^(?!\\s)(?!.*\\s$)`` (no blank at either end), ``^(?=.{1,9}$)``.
+Anchors of the other kind and lookarounds inside X are refused. Such a pattern has no
 regex text: :func:`pattern_node` gives its AST (``Intersect``/``Difference``),
 :func:`pattern_regex` raises ``CompileLimitExceeded("regex_size")``.
 
@@ -57,7 +60,7 @@ own level is distributed over its alternative (``^([^,]|$)`` is
 
 Unsupported (``UnsupportedConstraint``, backend ``"json_schema"``, construct
 ``pattern '...'``, the reason naming the construct): anchors and lookarounds
-inside quantified groups or inside lookarounds, lookarounds after ``$`` or
+inside quantified groups, lookarounds inside lookarounds, lookarounds after ``$`` or
 before ``^``, a lookbehind after a lookahead (crossing), ``\\b``/``\\B``,
 backreferences (``\\1``, ``\\k<name>``), ``\\u{...}`` (its meaning depends on the ``u``
 flag), legacy octal escapes, identity escapes of letters (``\\a``; also
@@ -850,13 +853,14 @@ class _Unsupported(Exception):
 
 @dataclass(frozen=True)
 class _Look:
-    """A lookaround at the top level of a top-level alternative: what the
-    text after (``ahead``) or before the point must start or end with
-    (``negative``: must not)."""
+    """A lookaround at the top level of a top-level alternative: the
+    language the text after (``ahead``) or before the point must be in
+    (``negative``: must not): ``X·Σ*`` (``Σ*·X``), or ``X`` alone for an
+    option of X that ends with ``$`` (starts with ``^``)."""
 
     ahead: bool
     negative: bool
-    node: Node
+    condition: Node
 
 
 #: An item of a top-level alternative: a node, an anchor (``"^"``, ``"$"``)
@@ -876,6 +880,33 @@ def _assertion_name(item: _Item) -> str:
         return f"anchor {item}"
     kind = "lookahead" if item.ahead else "lookbehind"
     return f"negative {kind}" if item.negative else kind
+
+
+def _condition(items: list[_Item], ahead: bool) -> Node:
+    """The language one option of a lookaround's body asks of the text
+    after (``ahead``) or before its point: the option then any text, or,
+    past ``$`` (before ``^``, behind), nothing more (what follows the
+    anchor must match the empty string there, else the option matches
+    nothing)."""
+    edge, other = ("$", "^") if ahead else ("^", "$")
+    if not ahead:
+        items = items[::-1]  # (read from the point outwards)
+    for item in items:
+        if isinstance(item, _Look):
+            raise _Unsupported("a lookaround inside a lookaround")
+        if item == other:
+            raise _Unsupported(f"anchor {other} inside a look{'ahead' if ahead else 'behind'}")
+    parts = [item for item in items if _is_node(item)]
+    if edge not in items:
+        text = [*parts, _SIGMA_STAR]
+    else:
+        at = items.index(edge)
+        before = [item for item in items[:at] if _is_node(item)]
+        after = [item for item in items[at:] if _is_node(item)]
+        if after and not nullable(seq(*after)):
+            return _VOID
+        text = before
+    return seq(*text) if ahead else seq(*text[::-1])
 
 
 def _settled(items: list[_Item]) -> tuple[Node, bool, bool]:
@@ -1034,16 +1065,18 @@ class _EcmaParser:
 
     def lookaround(self) -> _Look:
         """``(?=X)``, ``(?!X)``, ``(?<=X)``, ``(?<!X)`` at the position
-        (``at_lookaround``); with the ``u`` flag no quantifier may follow."""
+        (``at_lookaround``); with the ``u`` flag no quantifier may follow.
+        X may hold ``$`` (a lookahead: the text after ends there) or ``^``
+        (a lookbehind: the text before starts there), not lookarounds."""
         start = self.i
         ahead = self.peek(2) != "<"
         self.i += 3 if ahead else 4
         negative = self.p[self.i - 1] == "!"
-        node = self.disjunction()
+        options = self.raw_disjunction()
         self.close_group(start)
         if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self.brace_quantifier(False)):
             raise self.malformed("nothing to repeat")
-        return _Look(ahead, negative, node)
+        return _Look(ahead, negative, alt(*(_condition(o, ahead) for o in options)))
 
     def quantified(self, node: Node) -> Node:
         q = self.quantifier()
@@ -1377,14 +1410,14 @@ def _looked_around(parts: list[Node | _Look], start: bool, end: bool) -> Node:
     left: Node = _EMPTY
     for item in items[:split]:  # lookbehinds: the text so far must end with X
         if isinstance(item, _Look):
-            condition = seq(_SIGMA_STAR, item.node)
+            condition = item.condition
             left = Difference(left, condition) if item.negative else Intersect(left, condition)
         else:
             left = seq(left, item)
     right: Node = _EMPTY
     for item in reversed(items[split:]):  # lookaheads: the rest must start with X
         if isinstance(item, _Look):
-            condition = seq(item.node, _SIGMA_STAR)
+            condition = item.condition
             right = Difference(right, condition) if item.negative else Intersect(right, condition)
         else:
             right = seq(item, right)

@@ -1189,6 +1189,7 @@ def test_a_pattern_with_lookaheads_is_an_intersection():
         "properties": {
             "password": {"type": "string", "pattern": rule, "maxLength": 8},
             "hint": {"type": "string", "pattern": r"^(?!.*pass)[a-z]*$"},
+            "name": {"type": "string", "pattern": r"^(?!\s)(?!.*\s$)"},  # (trimmed)
         },
         "required": ["password"],
         "additionalProperties": False,
@@ -1198,8 +1199,11 @@ def test_a_pattern_with_lookaheads_is_an_intersection():
         [{"password": "Secret12"}, {"password": "secret12"}, {"password": "SECRET"},
          {"password": "Sec ret1"}, {"password": "Secret123"}, {"password": "A1"},
          {"password": "A1", "hint": "word"}, {"password": "A1", "hint": "mypass"},
-         {"password": "A1", "hint": "Word"}, {}],
+         {"password": "A1", "hint": "Word"}, {"password": "A1", "name": "Ann Lee"},
+         {"password": "A1", "name": " Ann"}, {"password": "A1", "name": "Ann "},
+         {"password": "A1", "name": ""}, {}],
     )  # fmt: skip
+    assert verdicts[9] and not verdicts[10] and not verdicts[11] and verdicts[12]
     assert verdicts[0] and not verdicts[1] and not verdicts[4] and verdicts[6]
     names = {
         "properties": {"@@id": {"type": "string"}, "ok": {"type": "boolean"}},
