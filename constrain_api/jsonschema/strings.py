@@ -49,7 +49,10 @@ are intersected with ``X·Σ*`` (positive) or have it taken away (negative);
 the text before a lookbehind likewise with ``Σ*·X``. An option of X that
 ends with ``$`` (a lookahead's) or starts with ``^`` (a lookbehind's) asks
 for X alone: ``^(?!\\s)(?!.*\\s$)`` (no blank at either end), ``^(?=.{1,9}$)``.
-Anchors of the other kind and lookarounds inside X are refused. Such a pattern has no
+At the anchored start (end) a lookahead (lookbehind) sees the whole string:
+it applies to the whole alternative, so ``^(?=.{1,9}$)[a-z-]*(?<!-)$`` is no
+crossing. Anchors of the other kind and lookarounds inside X are refused.
+Such a pattern has no
 regex text: :func:`pattern_node` gives its AST (``Intersect``/``Difference``),
 :func:`pattern_regex` raises ``CompileLimitExceeded("regex_size")``.
 
@@ -1395,11 +1398,25 @@ def _looked_around(parts: list[Node | _Look], start: bool, end: bool) -> Node:
     own level finds a match (search semantics: text before it unless
     ``start``, after it unless ``end``). A lookahead sees all the text after
     its point, to the end of the string, so the parts after it and that
-    text must (``(?=X)``) or must not (``(?!X)``) start with a string of X:
-    their intersection with, or difference from, ``X·Σ*``; a lookbehind
-    likewise sees all the text before, ``Σ*·X``. Each lookbehind must come
-    before every lookahead (else each would see text the other constrains:
-    refused as crossing)."""
+    text must (``(?=X)``) or must not (``(?!X)``) be in its condition
+    (``X·Σ*``): their intersection with it, or difference from it; a
+    lookbehind likewise sees all the text before. At the anchored start
+    (end) a lookahead (lookbehind) sees the whole string, so it applies to
+    the whole alternative; a lookaround there facing the other way sees
+    nothing. Of the others, each lookbehind must come before every
+    lookahead (else each would see text the other constrains: refused as
+    crossing)."""
+    parts = list(parts)
+    whole: list[_Look] = []  # lookarounds that see the whole string
+    empty: list[_Look] = []  # lookarounds that see the empty string
+    while start and parts and isinstance(parts[0], _Look):
+        look = parts.pop(0)
+        (whole if look.ahead else empty).append(look)
+    while end and parts and isinstance(parts[-1], _Look):
+        look = parts.pop()
+        (empty if look.ahead else whole).append(look)
+    if any(nullable(look.condition) == look.negative for look in empty):
+        return _VOID
     looks = [i for i, p in enumerate(parts) if isinstance(p, _Look)]
     first_ahead = next((i for i in looks if parts[i].ahead), len(parts))
     if any(not parts[i].ahead for i in looks if i > first_ahead):
@@ -1409,19 +1426,21 @@ def _looked_around(parts: list[Node | _Look], start: bool, end: bool) -> Node:
     split = first_ahead + 1  # (items are parts shifted by one)
     left: Node = _EMPTY
     for item in items[:split]:  # lookbehinds: the text so far must end with X
-        if isinstance(item, _Look):
-            condition = item.condition
-            left = Difference(left, condition) if item.negative else Intersect(left, condition)
-        else:
-            left = seq(left, item)
+        left = _asserted(left, item) if isinstance(item, _Look) else seq(left, item)
     right: Node = _EMPTY
     for item in reversed(items[split:]):  # lookaheads: the rest must start with X
-        if isinstance(item, _Look):
-            condition = item.condition
-            right = Difference(right, condition) if item.negative else Intersect(right, condition)
-        else:
-            right = seq(item, right)
-    return seq(left, right)
+        right = _asserted(right, item) if isinstance(item, _Look) else seq(item, right)
+    node = seq(left, right)
+    for look in whole:
+        node = _asserted(node, look)
+    return node
+
+
+def _asserted(node: Node, look: _Look) -> Node:
+    """The strings of ``node`` in (not in, if negative) the lookaround's condition."""
+    if look.negative:
+        return Difference(node, look.condition)
+    return Intersect(node, look.condition)
 
 
 def _trim(node: Node, front: bool) -> Node:
