@@ -418,19 +418,23 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
             {
                 "type": "object",
                 "properties": {
-                    "user": {"type": "string", "pattern": "^(?!admin)[a-z]+$"},
+                    "user": {"type": "string", "pattern": "^(?!admin$)[a-z]+$"},
                     "pin": {"type": "string", "pattern": "^(?=.*7)[0-9]{4}$"},
                 },
                 "required": ["user", "pin"],
                 "additionalProperties": False,
             }
         ),
-        ('{"user":"bob","pin":"1737"}', '{"user":"adm","pin":"7000"}'),
+        (
+            '{"user":"bob","pin":"1737"}',
+            '{"user":"adm","pin":"7000"}',
+            '{"user":"admins","pin":"1237"}',
+        ),
         (
             '{"user":"admin","pin":"7777"}',
-            '{"user":"administrator","pin":"1237"}',
             '{"user":"bob","pin":"1234"}',
             '{"user":"bob","pin":"77777"}',
+            '{"user":"Bob","pin":"7777"}',
         ),
     ),
     Case(  # oneOf of branches with members of their own (the lowering: each
