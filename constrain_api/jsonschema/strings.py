@@ -985,26 +985,6 @@ class _EcmaParser:
             raise self.malformed("unmatched ')'")
         return [_settled(items) for items in alternatives]
 
-    def disjunction(self) -> Node:
-        options = [self.alternative()]
-        while self.peek() == "|":
-            self.i += 1
-            options.append(self.alternative())
-        return alt(*options)
-
-    def alternative(self) -> Node:
-        """An alternative inside a quantified group or a lookaround: no
-        anchors, no lookarounds."""
-        parts: list[Node] = []
-        while not self.at_end() and self.peek() not in "|)":
-            c = self.peek()
-            if c == "^":
-                raise _Unsupported("anchor ^ inside a group or after $")
-            if c == "$":
-                raise _Unsupported("anchor $ inside a group")
-            parts.append(self.quantified(self.atom()))
-        return seq(*parts)
-
     def raw_disjunction(self) -> list[list[_Item]]:
         """The alternatives at the top level, as lists of items: nodes,
         anchors and lookarounds. An unquantified group whose options hold
@@ -1136,10 +1116,9 @@ class _EcmaParser:
         return lo, hi
 
     def atom(self) -> Node:
+        """An atom other than a group (``raw_alternative`` reads groups)."""
         c = self.peek()
-        assert c is not None
-        if c == "(":
-            return self.group()
+        assert c is not None and c != "("
         if c == "[":
             return self.char_class()
         if c == ".":
@@ -1154,13 +1133,6 @@ class _EcmaParser:
         self.i += 1
         return _char_node(ord(c))  # (Annex B: a lone ] { } is literal)
 
-    def group(self) -> Node:
-        start = self.i
-        self.open_group()
-        node = self.disjunction()
-        self.close_group(start)
-        return node
-
     def close_group(self, start: int) -> None:
         """Past the ``)`` of the group opened at ``start``."""
         if self.peek() != ")":
@@ -1168,20 +1140,13 @@ class _EcmaParser:
         self.i += 1
 
     def open_group(self) -> None:
-        """Past a group's opening (``(``, ``(?:``, ``(?<name>``); a
-        lookaround here (inside a group or a quantified group) or inline
-        modifiers are refused."""
+        """Past a group's opening (``(``, ``(?:``, ``(?<name>``); inline
+        modifiers are refused (lookarounds are read by ``lookaround``)."""
         self.i += 1
         if self.peek() == "?":
             nxt = self.peek(1)
             if nxt == ":":
                 self.i += 2
-            elif nxt in ("=", "!"):
-                kind = "lookahead (?=...)" if nxt == "=" else "negative lookahead (?!...)"
-                raise _Unsupported(kind)
-            elif nxt == "<" and self.peek(2) in ("=", "!"):
-                neg = self.peek(2) == "!"
-                raise _Unsupported("negative lookbehind (?<!...)" if neg else "lookbehind (?<=...)")
             elif nxt == "<":
                 end = self.p.find(">", self.i + 2)
                 name = self.p[self.i + 2 : end] if end >= 0 else ""
