@@ -437,6 +437,45 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
             '{"user":"Bob","pin":"7777"}',
         ),
     ),
+    Case(  # oneOf whose branch fails the other in two overlapping ways (ok
+        # absent; rev not a string): lowered as disjoint ways, an unambiguous
+        # grammar an LALR(1) parser takes (CouchDB's _bulk_docs answer)
+        "exclusive-ways-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "oneOf": [
+                        {
+                            "properties": {
+                                "error": {"type": "string"},
+                                "reason": {"type": "string"},
+                            },
+                            "required": ["error", "reason"],
+                        },
+                        {
+                            "properties": {"ok": {"type": "boolean"}, "rev": {"type": "string"}},
+                            "required": ["ok"],
+                        },
+                    ],
+                },
+            }
+        ),
+        (
+            '[{"ok":true,"rev":"1-a"},{"error":"conflict","reason":"x"}]',
+            '[{"error":"e","reason":"r","rev":3}]',
+            '[{"error":"e","reason":"r","ok":true,"rev":[]}]',
+            "[]",
+        ),
+        (
+            '[{"error":"e","reason":"r","ok":true}]',
+            '[{"error":"e","reason":"r","ok":false,"rev":"2"}]',
+            '[{"error":"e"}]',
+            '[{"rev":"1"}]',
+        ),
+    ),
     Case(  # oneOf of branches with members of their own (the lowering: each
         # branch and, per other branch, one way its values fail that one)
         "exclusive-members-schema",

@@ -2060,7 +2060,9 @@ def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[
     # one order for the members any branch names, so every branch spells a
     # member another branch names at the same place (``instance_text``'s)
     order = [n for b in branches for n in [*b.get("properties", {}), *b.get("required", [])]]
-    kept = _failing_the_others(len(shapes), lambda i, j: _ways_to_fail(*shapes[i], *shapes[j]))
+    kept = _failing_the_others(
+        len(shapes), lambda i, j: _apart(_ways_to_fail(*shapes[i], *shapes[j]))
+    )
     if kept is None:
         return None
     out = []
@@ -2072,6 +2074,32 @@ def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[
             branch = {**branch, "properties": named}
         out.append({"allOf": [branch, *failing]} if failing else branch)
     return out
+
+
+def _apart(ways: list | None) -> list | None:
+    """Member ways to fail (``_ways_to_fail``'s) made disjoint, their union
+    unchanged: each way with the previous ones negated (a member absent ↔
+    present; present with a value a subschema rejects ↔ absent or
+    accepted). Overlapping ways would make the lowered grammar ambiguous (a
+    document matching two of them), which an LR parser cannot take."""
+    if not ways or ways == [True]:
+        return ways
+    out, negated = [], []
+    for way in ways:
+        out.append({"allOf": [*negated, way]} if negated else way)
+        negated.append(_negated_way(way))
+    return out
+
+
+def _negated_way(way: dict) -> dict:
+    """The objects that do not fail ``way`` (one of ``_ways_to_fail``'s forms)."""
+    (name,) = way.get("required") or way["properties"]
+    value = way.get("properties", {}).get(name)
+    if "required" not in way:  # absent -> present
+        return {"required": [name]}
+    if value is None:  # present -> absent
+        return {"properties": {name: False}}
+    return {"properties": {name: value["not"]}}  # present and failing -> absent or passing
 
 
 def _ways_to_fail(

@@ -53,7 +53,13 @@ EXACT_CASES = [
 #: a token spanning that boundary (``,"children":[`` after ``"r":1.5``) is
 #: not allowed.
 GREEDY_LEXER_MISSES = frozenset(
-    {"shapes-schema", "exactly-one-group-schema", "exclusive-members-schema", "not-object-schema"}
+    {
+        "shapes-schema",
+        "exactly-one-group-schema",
+        "exclusive-members-schema",
+        "exclusive-ways-schema",
+        "not-object-schema",
+    }
 )
 
 
