@@ -943,9 +943,15 @@ class Lowerer:
             s["type"] = "object"
             if len(absent) == 1:
                 s["properties"] = {**s.get("properties", {}), absent[0]: False}
-            else:
-                lacking = {"anyOf": [{"properties": {n: False}} for n in absent]}
-                s["__allOf__"] = [*s.get("__allOf__", []), lacking]
+            else:  # (the first name absent, or it present and the second absent, ...:
+                # disjoint ways, so the grammar is not ambiguous)
+                ways = [
+                    {"required": absent[:k], "properties": {n: False}}
+                    if k
+                    else {"properties": {n: False}}
+                    for k, n in enumerate(absent)
+                ]
+                s["__allOf__"] = [*s.get("__allOf__", []), {"anyOf": ways}]
             return s
         string_only = "type" not in keys or _types_of(neg) == {"string"}
         if keys and keys <= _STRING_KEYWORDS | {"type"} and string_only:
@@ -2027,7 +2033,7 @@ def _type_failures(tau: str, own: dict) -> list | None:
         ways.append({"type": tau, high: _count(own, low) - 1})
     if own.get(high) is not None:
         ways.append({"type": tau, low: _count(own, high) + 1})
-    return ways
+    return _apart(ways) if tau == "object" else ways
 
 
 def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[dict] | None:
@@ -2077,7 +2083,8 @@ def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[
 
 
 def _apart(ways: list | None) -> list | None:
-    """Member ways to fail (``_ways_to_fail``'s) made disjoint, their union
+    """Ways an object fails a schema (``_ways_to_fail``'s, the object ones
+    of ``_type_failures``) made disjoint, their union
     unchanged: each way with the previous ones negated (a member absent ↔
     present; present with a value a subschema rejects ↔ absent or
     accepted). Overlapping ways would make the lowered grammar ambiguous (a
@@ -2092,14 +2099,21 @@ def _apart(ways: list | None) -> list | None:
 
 
 def _negated_way(way: dict) -> dict:
-    """The objects that do not fail ``way`` (one of ``_ways_to_fail``'s forms)."""
+    """The objects that do not fail ``way`` (one of the forms of
+    ``_ways_to_fail`` and ``_type_failures``: a member absent, present, or
+    present with a rejected value; too few or too many members)."""
+    typed = {"type": way["type"]} if "type" in way else {}
+    if "minProperties" in way:  # too many -> at most that many
+        return {**typed, "maxProperties": way["minProperties"] - 1}
+    if "maxProperties" in way:  # too few -> at least that many
+        return {**typed, "minProperties": way["maxProperties"] + 1}
     (name,) = way.get("required") or way["properties"]
     value = way.get("properties", {}).get(name)
     if "required" not in way:  # absent -> present
-        return {"required": [name]}
+        return {**typed, "required": [name]}
     if value is None:  # present -> absent
-        return {"properties": {name: False}}
-    return {"properties": {name: value["not"]}}  # present and failing -> absent or passing
+        return {**typed, "properties": {name: False}}
+    return {**typed, "properties": {name: value["not"]}}  # present and failing -> absent or passing
 
 
 def _ways_to_fail(
