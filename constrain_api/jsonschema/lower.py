@@ -2084,11 +2084,10 @@ def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[
 
 def _apart(ways: list | None) -> list | None:
     """Ways an object fails a schema (``_ways_to_fail``'s, the object ones
-    of ``_type_failures``) made disjoint, their union
-    unchanged: each way with the previous ones negated (a member absent ↔
-    present; present with a value a subschema rejects ↔ absent or
-    accepted). Overlapping ways would make the lowered grammar ambiguous (a
-    document matching two of them), which an LR parser cannot take."""
+    of ``_type_failures``) made disjoint, their union unchanged: each way
+    with the ones before it negated (``_negated_way``). Overlapping ways
+    would make the lowered grammar ambiguous (a document matching two of
+    them), which an LR parser cannot take."""
     if not ways or ways == [True]:
         return ways
     out, negated = [], []
