@@ -23,7 +23,6 @@ import functools
 import itertools
 import json
 import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -943,14 +942,8 @@ class Lowerer:
             s["type"] = "object"
             if len(absent) == 1:
                 s["properties"] = {**s.get("properties", {}), absent[0]: False}
-            else:  # (the first name absent, or it present and the second absent, ...:
-                # disjoint ways, so the grammar is not ambiguous)
-                ways = [
-                    {"required": absent[:k], "properties": {n: False}}
-                    if k
-                    else {"properties": {n: False}}
-                    for k, n in enumerate(absent)
-                ]
+            else:  # (one of them absent, as disjoint ways: an unambiguous grammar)
+                ways = _apart([{"properties": {n: False}} for n in absent])
                 s["__allOf__"] = [*s.get("__allOf__", []), {"anyOf": ways}]
             return s
         string_only = "type" not in keys or _types_of(neg) == {"string"}
@@ -1370,8 +1363,8 @@ class Lowerer:
             names = [n for n in names if check.is_valid(n)]
             if any(r not in names for r in required):
                 return NOTHING
-        pattern_rx = {
-            p: _name_matcher(
+        pattern_keys = {  # (_extra_members builds them again: from the regex cache)
+            p: _name_automaton(
                 p, join_pointer(where, "patternProperties", p), self.options.max_states
             )
             for p in patterns
@@ -1381,7 +1374,9 @@ class Lowerer:
             quoted = strings.quote(name)
             parts = [props[name]] if name in props else []
             matched = [
-                p for p, rx in pattern_rx.items() if rx(json.dumps(name, ensure_ascii=False))
+                p
+                for p, key in pattern_keys.items()
+                if key.matches(json.dumps(name, ensure_ascii=False).encode())
             ]
             parts += [patterns[p] for p in matched]
             if name not in props and not matched:
@@ -1603,18 +1598,6 @@ def _has_marker(x: Any) -> bool:
 def _validating(s: dict) -> bool:
     """Whether any keyword of ``s`` can reject a value."""
     return any(k in _HANDLED or k in _REFUSED or k.startswith("__") for k in s)
-
-
-def _name_matcher(pattern: str, where: str, max_states: int) -> Callable[[str], bool]:
-    """Whether a quoted name is one a ``patternProperties`` pattern
-    matches: Python's ``re`` on the pattern's regex, or, for a pattern with
-    a lookaround (no regex text), its automaton."""
-    node = strings.pattern_node(pattern, where=where)
-    if has_lookaround(node):
-        dfa = ByteDFA.from_node(strings.quoted_node(node), max_states=max_states)
-        return lambda quoted: dfa.matches(quoted.encode())
-    compiled = re.compile(strings.pattern_regex(pattern, where=where))
-    return lambda quoted: compiled.fullmatch(quoted) is not None
 
 
 def _name_automaton(pattern: str, where: str, max_states: int) -> ByteDFA:

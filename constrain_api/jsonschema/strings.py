@@ -899,16 +899,13 @@ def _condition(items: list[_Item], ahead: bool) -> Node:
             raise _Unsupported("a lookaround inside a lookaround")
         if item == other:
             raise _Unsupported(f"anchor {other} inside a look{'ahead' if ahead else 'behind'}")
-    parts = [item for item in items if _is_node(item)]
-    if edge not in items:
-        text = [*parts, _SIGMA_STAR]
-    else:
-        at = items.index(edge)
-        before = [item for item in items[:at] if _is_node(item)]
-        after = [item for item in items[at:] if _is_node(item)]
-        if after and not nullable(seq(*after)):
-            return _VOID
-        text = before
+    at = items.index(edge) if edge in items else len(items)
+    text = [item for item in items[:at] if _is_node(item)]
+    after = [item for item in items[at:] if _is_node(item)]
+    if at == len(items):
+        text.append(_SIGMA_STAR)  # (no anchor: any text may follow)
+    elif after and not nullable(seq(*after)):
+        return _VOID
     return seq(*text) if ahead else seq(*text[::-1])
 
 
@@ -1009,11 +1006,8 @@ class _EcmaParser:
                 item = c
             elif c == "(":
                 options = self.raw_group()
-                quantified = self.peek() in ("*", "+", "?") or (
-                    self.peek() == "{" and self.brace_quantifier(False)
-                )
                 asserting = [x for o in options for x in o if not _is_node(x)]
-                if asserting and not quantified:
+                if asserting and not self.at_quantifier():
                     if len(lists) * len(options) > _MAX_DISTRIBUTED:
                         raise _Unsupported(
                             "anchors or lookarounds inside groups",
@@ -1057,9 +1051,14 @@ class _EcmaParser:
         negative = self.p[self.i - 1] == "!"
         options = self.raw_disjunction()
         self.close_group(start)
-        if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self.brace_quantifier(False)):
+        if self.at_quantifier():
             raise self.malformed("nothing to repeat")
         return _Look(ahead, negative, alt(*(_condition(o, ahead) for o in options)))
+
+    def at_quantifier(self) -> bool:
+        return self.peek() in ("*", "+", "?") or (
+            self.peek() == "{" and self.brace_quantifier(False) is not None
+        )
 
     def quantified(self, node: Node) -> Node:
         q = self.quantifier()
@@ -1068,7 +1067,7 @@ class _EcmaParser:
         lo, hi = q
         if self.peek() == "?":
             self.i += 1  # lazy: same language
-        if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self.brace_quantifier(False)):
+        if self.at_quantifier():
             raise self.malformed("nothing to repeat")
         return repeat(node, lo, hi)
 
