@@ -294,3 +294,25 @@ def test_a_lookaround_terminal_is_never_determinized_whole_by_the_lowering_or_la
         lower(ca.Grammar("start: BAD\nBAD: /ab(?<!b)c/\n"))
     reduced = lower(ca.Grammar('start: "x" | BAD\nBAD: /ab(?<!b)c/\n')).reduce(lazy=True)
     assert "BAD" not in reduced.names and reduced.names
+
+
+def test_a_grammars_lazy_terminals_share_one_table_of_terms():
+    """``terminal_dfas(lazy=True)`` makes every terminal's lazy automaton on
+    one table of terms, short patterns included (a piece two terminals
+    share is one term), and keeps none of them in the core's cache of lazy
+    automata (which holds tables of their own); a pattern asked for alone
+    is kept as before."""
+    from constrain_api.automata.lazy import regex_automaton
+    from constrain_api.lowering import lower
+
+    ca.clear_caches()
+    grammar = 'start: A | B\nA: /"[a-z]*"x/\nB: /"[a-z]*"y/\n'
+    automata = lower(ca.Grammar(grammar)).ir.terminal_dfas(lazy=True)
+    a, b = automata["A"], automata["B"]
+    assert isinstance(a, ca.LazyDFA) and isinstance(b, ca.LazyDFA)
+    assert a._terms is b._terms
+    assert a.matches(b'"ab"x') and b.matches(b'"ab"y') and not a.matches(b'"ab"y')
+    pattern = lower(ca.Grammar(grammar)).ir.terminals["A"].pattern
+    alone = regex_automaton(pattern)
+    assert alone is not a and alone._terms is not a._terms
+    assert regex_automaton(pattern) is alone

@@ -846,15 +846,17 @@ def regex_automaton(
 ) -> ByteDFA | LazyDFA:
     """The automaton of ``re.fullmatch(pattern, text)`` for a walk that
     visits few of its states: the minimal ``ByteDFA`` when one was built
-    already (``ByteDFA.from_regex``'s cache), else a ``LazyDFA``, kept by
-    pattern when the pattern is short (the core cache ``"lazy regex
-    automata"``: the terminals every schema shares, with the states walks
-    found in them). ``node``: ``pattern``'s AST if the caller has it;
-    ``terms``: the table a long pattern's automaton shares with its
-    grammar's others (a short one, kept by the cache, has its own, so the
-    cache holds no grammar's table). ``shortest``: the shortest matches
-    only (``LazyDFA``'s ``shortest``: a lexer's reading of an all-lazy
-    regex), always a ``LazyDFA``."""
+    already (``ByteDFA.from_regex``'s cache), else a ``LazyDFA``.
+    ``node``: ``pattern``'s AST if the caller has it; ``terms``: the table
+    of the grammar the automaton is a terminal of (``terminal_dfas``): the
+    automaton is made on it and not kept, so the grammar's terminals take
+    the pieces they share (a JSON string, an object's remaining members)
+    apart once, and no cache holds a grammar's table. Without ``terms``,
+    the automaton has a table of its own and is kept by pattern when the
+    pattern is short (the core cache ``"lazy regex automata"``, with the
+    states walks found in it). ``shortest``: the shortest matches only
+    (``LazyDFA``'s ``shortest``: a lexer's reading of an all-lazy regex),
+    always a ``LazyDFA``."""
     key: tuple = (pattern, max_states, False)
     if not shortest:
         dfa = _REGEX_AUTOMATA.get(key)
@@ -862,31 +864,29 @@ def regex_automaton(
             return dfa
     else:
         key = (pattern, max_states, "shortest")
+    if terms is not None:
+        node = node if node is not None else rx.parse_regex(pattern)
+        return LazyDFA(node, max_states=max_states, shortest=shortest, terms=terms)
     lazy = _LAZY.get(key)
     if lazy is None:
-        shared = len(pattern) <= _SHARED_PATTERN_CHARS
         node = node if node is not None else rx.parse_regex(pattern)
-        lazy = LazyDFA(
-            node, max_states=max_states, shortest=shortest, terms=None if shared else terms
-        )
-        if shared:
+        lazy = LazyDFA(node, max_states=max_states, shortest=shortest)
+        if len(pattern) <= _SHARED_PATTERN_CHARS:
             _LAZY.put(key, lazy)
     return lazy
 
 
-#: ``regex_automaton`` keeps the lazy automata of patterns up to this many
-#: characters: the terminals schemas share are short (the JSON string,
-#: number and literal pieces: under 100); a schema's own (an object's body)
-#: are long, and built for that schema alone.
+#: ``regex_automaton`` keeps the lazy automata (made without a grammar's
+#: table) of patterns up to this many characters.
 _SHARED_PATTERN_CHARS = 4096
 
-#: ``regex_automaton``'s lazy automata by (pattern, max_states, shortest?): at most 32,
-#: of patterns up to ``_SHARED_PATTERN_CHARS`` (a term or two per character
-#: once walks have taken them apart, and the states the walks found). Few:
-#: the patterns schemas share (strings, numbers) are used by every schema
-#: and stay; each automaton's terms are objects every full collection of
-#: the garbage collector walks (128 of them, after 100 MaskBench schemas,
-#: made each one 3.4 ms longer).
+#: ``regex_automaton``'s lazy automata made without a grammar's table, by
+#: (pattern, max_states, shortest?): at most 32, of patterns up to
+#: ``_SHARED_PATTERN_CHARS`` (a term or two per character once walks have
+#: taken them apart, and the states the walks found). Few: each
+#: automaton's terms are objects every full collection of the garbage
+#: collector walks (128 of them, after 100 MaskBench schemas, made each
+#: one 3.4 ms longer).
 _LAZY: ContentCache[LazyDFA] = core_cache(
     "lazy regex automata",
     ContentCache(32),
