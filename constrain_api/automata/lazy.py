@@ -83,7 +83,7 @@ class TermTable:
     A term is ``("e",)`` (the empty string), ``("r", lo, hi)`` (one byte in
     a range), ``("l", data)`` (exactly these bytes, taken apart one byte at
     a time as walks read them), ``("s", a, b)`` (``a`` then ``b``),
-    ``("a", ids)`` (any of),
+    ``("a", ids)`` (any of: a sorted tuple),
     ``("k", x, m, n)`` (``x`` ``m`` to ``n`` times, ``None``: unbounded),
     ``("x", op, left, right)`` (the strings of any of the terms ``left``
     that are (``op`` ``"and"``) or are not (``"minus"``) strings of any of
@@ -159,7 +159,7 @@ class TermTable:
         for t in options:  # (nested alternatives are one)
             d = self.defs[t]
             flat.update(d[1]) if d[0] == "a" else flat.add(t)
-        key = frozenset(flat)
+        key = tuple(sorted(flat))  # (a tuple of ints: untracked by the collector)
         return self._make(("a", key), any(self.nullable[t] for t in key))
 
     def rep(self, x: int | None, lo: int, hi: int | None) -> int | None:
@@ -435,7 +435,7 @@ class TermTable:
         if t is None:
             return frozenset()
         d = self.defs[t]
-        return d[1] if d[0] == "a" else frozenset((t,))
+        return frozenset(d[1]) if d[0] == "a" else frozenset((t,))
 
     def product(self, op: str, left: frozenset[int], right: frozenset[int]) -> int | None:
         """The term of the strings of any of ``left`` that are (``op``
@@ -681,15 +681,18 @@ class LazyDFA(Walking):
                 raise CompileLimitExceeded(
                     "nesting", 0, None, "the regex AST is nested too deeply"
                 ) from None
-        self._ids: dict[frozenset[int], int] = {}
+        # a state's terms as a sorted tuple of ids: tuples of ints are not
+        # tracked by the garbage collector, which every full collection
+        # would otherwise walk (tens of thousands on a large schema)
+        self._ids: dict[tuple[int, ...], int] = {}
         self._relaxed: dict[tuple[int, int], int] = {}  # relaxed()'s memo
-        self._sets: list[frozenset[int]] = []
+        self._sets: list[tuple[int, ...]] = []
         self.accept: list[bool] = []
         self.rows: dict[int, tuple[int, ...]] = _Rows(self)
         #: ``runs[q]``: the transitions of a state found already as ``(lo,
         #: hi, target)`` byte ranges (``target >= 0``; dead where none covers)
         self.runs: dict[int, tuple[tuple[int, int, int], ...]] = {}
-        first = frozenset() if term is None else frozenset((term,))
+        first = () if term is None else (term,)
         self.nullable = term is not None and terms.nullable[term]
         if without_empty:
             # a start state of its own: the same terms met later accept
@@ -736,7 +739,7 @@ class LazyDFA(Walking):
 
     # -- the construction
 
-    def _add(self, terms: frozenset[int]) -> int:
+    def _add(self, terms: tuple[int, ...]) -> int:
         j = len(self._sets)
         if j >= self.max_states:
             raise _states_exceeded(self.max_states, j + 1, "the lazily built automaton")
@@ -766,10 +769,12 @@ class LazyDFA(Walking):
                     "nesting", 0, None, "the regex AST is nested too deeply"
                 ) from None
             found = []
+            ids = self._ids
             for lo, hi, targets in byte_segments(items):
-                j = self._ids.get(targets)
+                key = tuple(sorted(targets))
+                j = ids.get(key)
                 if j is None:
-                    j = self._add(targets)
+                    j = self._add(key)
                 found.append((lo, hi, j))
             runs = self.runs[state] = tuple(found)
             return runs
@@ -802,7 +807,7 @@ class LazyDFA(Walking):
         with self._lock:
             terms = self._sets[state]
             relax = self._terms.relaxed
-            relaxed = frozenset(relax(t, width) for t in terms)
+            relaxed = tuple(sorted({relax(t, width) for t in terms}))
             found = state
             nullable = self._terms.nullable
             # (a start state made apart from the empty string keeps its own)
