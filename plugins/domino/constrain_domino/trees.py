@@ -167,9 +167,10 @@ class TreeBuilder:
     """Builds the trees of one scanner grammar over one vocabulary, sharing
     the walk's memo between positions: the interned walk sets, their steps
     (``steps[set, byte]``: the next set, ``DEAD`` or ``UNKNOWN``) and the
-    path nodes (terminal sequences, numbered as met). The memo starts over
-    when it holds ``max_sets`` sets, so it stays bounded. Not thread-safe:
-    callers serialize :meth:`build` (holding ``lock``)."""
+    path nodes (terminal sequences, numbered as met). A build starts the
+    memo over when more than three quarters of ``max_sets`` sets are in
+    it, so it stays bounded. Not thread-safe: callers serialize
+    :meth:`build` (holding ``lock``)."""
 
     def __init__(
         self,
@@ -181,13 +182,23 @@ class TreeBuilder:
         self.grammar, self.trie, self.max_sets, self.slices = grammar, trie, max_sets, slices
         self.lock = threading.Lock()
         self._starts_memo: dict[frozenset[int] | None, list[tuple[int, int, int, int]]] = {}
+        # the steps table: 64 rows, then, once a grammar needs more, room
+        # for max_sets at once, never filled as a whole: a row is set when
+        # its set is interned, so its pages are touched as sets are met. A
+        # build starts over when less than a quarter is free, so it finds
+        # room (doubled only for a build that makes more sets than that).
+        # (Doubling it, each time filling or copying megabytes into fresh
+        # pages, cost a first-visit tree 8-25 ms in page faults at 4,096 and
+        # 8,192 rows.) A reset keeps it
+        self.steps = np.empty((64, 256), dtype=np.int32)
+        self.absorbing = np.zeros(64, dtype=np.bool_)
         self._reset()
 
     def _reset(self) -> None:
         self.sets: list[frozenset[Element]] = []
         self._ids: dict[frozenset[Element], int] = {}
-        self.steps = np.full((64, 256), kernels.UNKNOWN, dtype=np.int32)
-        self.absorbing = np.zeros(64, dtype=np.bool_)  # (decided with the set's steps)
+        # (steps[sid] and absorbing[sid], decided with the set's steps, are
+        # set as each set is interned)
         self._absorbs_memo: dict[tuple[int, int], bool] = {}
         self._children: list[dict[int, int]] = [{}]  # path node -> {terminal: path node}
         self._parent: list[int] = [-1]
@@ -195,19 +206,24 @@ class TreeBuilder:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the steps table (the memo's bulk)."""
-        return self.steps.nbytes
+        """Bytes of the steps table's rows in use (the memo's bulk)."""
+        return len(self.sets) * self.steps.shape[1] * self.steps.itemsize
 
     def _intern(self, elements: frozenset[Element]) -> int:
         sid = self._ids.get(elements)
         if sid is None:
             sid = self._ids[elements] = len(self.sets)
             self.sets.append(elements)
-            if sid >= self.steps.shape[0]:
-                grown = np.full((2 * self.steps.shape[0], 256), kernels.UNKNOWN, dtype=np.int32)
-                grown[: self.steps.shape[0]] = self.steps
+            if sid >= self.steps.shape[0]:  # (past max_sets within one build: doubled)
+                rows = max(2 * self.steps.shape[0], self.max_sets)
+                grown = np.empty((rows, 256), dtype=np.int32)
+                grown[:sid] = self.steps[:sid]
                 self.steps = grown
-                self.absorbing = np.concatenate((self.absorbing, np.zeros_like(self.absorbing)))
+                absorbing = np.zeros(rows, dtype=np.bool_)
+                absorbing[:sid] = self.absorbing[:sid]
+                self.absorbing = absorbing
+            self.steps[sid] = kernels.UNKNOWN
+            self.absorbing[sid] = False
         return sid
 
     def _child(self, node: int, terminal: int) -> int:
@@ -346,8 +362,8 @@ class TreeBuilder:
 
     def build(self, position: tuple[int, int]) -> SubterminalTree:
         """The subterminal tree of ``position``."""
-        if len(self.sets) >= self.max_sets:
-            self._reset()
+        if len(self.sets) > self.max_sets - self.max_sets // 4:
+            self._reset()  # (so that the build finds room: see __init__)
         t0, q0 = position
         start = self._intern(
             frozenset({(0, -1, 0, False) if position == BOUNDARY else (0, t0, q0, True)})
