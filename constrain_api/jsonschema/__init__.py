@@ -114,6 +114,7 @@ def _lowered(spec: JsonSchema) -> Rx | dict[str, Expr]:
             grammar=True,
             known=regular.reusable(),
             strings_not_in=regular.strings_not_in,
+            trie_nodes=regular.trie_nodes,
         )
         start = lowerer.lower_document()
         _refuse_nothing(start, lowerer)

@@ -186,6 +186,7 @@ class Lowerer:
         grammar: bool,
         known: dict[str, Expr] | None = None,
         strings_not_in: dict[frozenset[str], tuple[str, Node]] | None = None,
+        trie_nodes: dict[Node, Node] | None = None,
     ):
         self.index = index
         self.root = root  # references rewritten to "#<pointer>" (see lower_json_schema)
@@ -199,6 +200,8 @@ class Lowerer:
         #: the quoted strings other than a set of names (``_strings_not_in``),
         #: by names; regex mode hands its own to grammar mode's (same options)
         self.strings_not_in = {} if strings_not_in is None else strings_not_in
+        #: their AST nodes by value, so that equal parts are one node (handed on alike)
+        self.trie_nodes = {} if trie_nodes is None else trie_nodes
         # schemas being lowered, by content → their rule's name should they
         # recur inside themselves (a cycle through a $ref merged with its
         # siblings, which no pointer names); those that did
@@ -241,7 +244,9 @@ class Lowerer:
         key = frozenset(names)
         piece = self.strings_not_in.get(key)
         if piece is None:
-            piece = strings.string_not_in_piece(key, max_size=self.options.max_regex_chars)
+            piece = strings.string_not_in_piece(
+                key, max_size=self.options.max_regex_chars, shared=self.trie_nodes
+            )
             self.strings_not_in[key] = piece
         return piece
 

@@ -322,17 +322,26 @@ def string_not_in(excluded: Iterable[str], *, max_size: int = 20000) -> str:
     return string_not_in_piece(excluded, max_size=max_size)[0]
 
 
-def string_not_in_piece(excluded: Iterable[str], *, max_size: int = 20000) -> tuple[str, Node]:
+def string_not_in_piece(
+    excluded: Iterable[str], *, max_size: int = 20000, shared: dict[Node, Node] | None = None
+) -> tuple[str, Node]:
     """:func:`string_not_in`'s regex and its AST (the same language; a caller
-    that keeps the AST spares parsing the text back)."""
+    that keeps the AST spares parsing the text back). ``shared``: the AST
+    nodes of earlier pieces, by value: a part of the AST equal to one of
+    them is that node (added if new), so the pieces of many name sets
+    that share names share their nodes (a lowering's objects: half the
+    nodes of a schema with hundreds of objects were equal to another,
+    each an object the garbage collector walks)."""
     excluded = frozenset(excluded)
     for s in excluded:
         if not isinstance(s, str):
             raise TypeError(f"excluded strings must be str, got {type(s).__name__}")
-    return _string_not_in(excluded, max_size)
+    return _string_not_in(excluded, max_size, shared)
 
 
-def _string_not_in(excluded: frozenset[str], max_size: int) -> tuple[str, Node]:
+def _string_not_in(
+    excluded: frozenset[str], max_size: int, shared: dict[Node, Node] | None = None
+) -> tuple[str, Node]:
     """:func:`string_not_in_piece` of a checked set (not cached here: the
     JSON Schema lowering keeps the pieces of one schema, see
     ``Lowerer.strings_not_in``)."""
@@ -351,7 +360,9 @@ def _string_not_in(excluded: frozenset[str], max_size: int) -> tuple[str, Node]:
         any_string = seq(_QUOTE, repeat(encode_node(_ANY), 0, None), _QUOTE)
         return string_regex(max_size=max_size), any_string
     try:
-        return _not_in_regex(root, max_size, gather_wide=True, special=special, wide=wide)
+        return _not_in_regex(
+            root, max_size, gather_wide=True, special=special, wide=wide, shared=shared
+        )
     except CompileLimitExceeded as e:
         if e.limit != "regex_size":
             raise
@@ -359,7 +370,9 @@ def _string_not_in(excluded: frozenset[str], max_size: int) -> tuple[str, Node]:
     # excluded strings have one (an ASCII class per node instead of a
     # negated one): without it, the same language fits more often (3
     # MaskBench schemas of 94-odd names)
-    return _not_in_regex(root, max_size, gather_wide=False, special=special, wide=wide)
+    return _not_in_regex(
+        root, max_size, gather_wide=False, special=special, wide=wide, shared=shared
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -378,7 +391,13 @@ def _anywhere(special: bool, wide: bool) -> tuple[Node, str] | None:
 
 
 def _not_in_regex(
-    root: dict, max_size: int, *, gather_wide: bool, special: bool, wide: bool
+    root: dict,
+    max_size: int,
+    *,
+    gather_wide: bool,
+    special: bool,
+    wide: bool,
+    shared: dict[Node, Node] | None = None,
 ) -> tuple[str, Node]:
     """The quoted strings that leave the trie ``root`` or end off its words
     (regex and AST: the AST from ``_not_in``, the text straight from the
@@ -388,7 +407,9 @@ def _not_in_regex(
     one branch of their own, anywhere in the string (see ``string_not_in``)."""
     paths, wide_paths = special, gather_wide and wide  # (the pieces the trie must spell)
     try:
-        diverge, path_node, wide_node, ends = _not_in(root, gather_wide, paths, wide_paths)
+        diverge, path_node, wide_node, ends = _not_in(
+            root, gather_wide, paths, wide_paths, {} if shared is None else shared
+        )
         texts = _not_in_text(root, gather_wide, paths, wide_paths)
     except RecursionError:
         raise CompileLimitExceeded(
@@ -483,7 +504,11 @@ def _spelled_text(c: str) -> _Text:
 
 
 def _not_in(
-    trie: dict, gather_wide: bool = True, paths: bool = True, wide: bool = True
+    trie: dict,
+    gather_wide: bool = True,
+    paths: bool = True,
+    wide: bool = True,
+    shared: dict[Node, Node] | None = None,
 ) -> tuple[Node, Node, Node, Node]:
     """``(diverge, paths, wide_paths, ends)`` of a trie node, as suffixes after its path:
 
@@ -497,27 +522,40 @@ def _not_in(
     Without ``gather_wide``, non-ASCII characters leave in ``diverge`` at
     each node (``wide_paths`` is void): the same language, a shorter text.
     Without ``paths`` (``wide``), that piece is not made (void): the
-    caller's branch for those characters needs no trie path.
+    caller's branch for those characters needs no trie path. ``shared``:
+    nodes by value, which the pieces and their options are taken from
+    (equal subtries, of this trie or an earlier one, give one node).
     All four are built in the canonical JSON spelling (``encode_node`` of
     the characters' language, one character and one class at a time: the
     trie's characters are few, its classes repeat).
     """
     kids = tuple(sorted(c for c in trie if c is not None))
     here, here_path, wide_path = _leaving(kids, gather_wide)
-    rests = [(_spelled_char(c), _not_in(trie[c], gather_wide, paths, wide)) for c in kids]
-    diverge = _options(_VOID if _is_empty_class(here) else here, rests, 0)
-    path_node = _options(here_path, rests, 1) if paths else _VOID
-    ends = _options(_VOID if None in trie else _EMPTY, rests, 3)
+    rests = [(_spelled_char(c), _not_in(trie[c], gather_wide, paths, wide, shared)) for c in kids]
+    diverge = _options(_VOID if _is_empty_class(here) else here, rests, 0, shared)
+    path_node = _options(here_path, rests, 1, shared) if paths else _VOID
+    ends = _options(_VOID if None in trie else _EMPTY, rests, 3, shared)
     if not wide:
         return diverge, path_node, _VOID, ends
     # names with no escaped character have the same paths and wide paths
     # below every node without a non-ASCII child: one subtree serves both
     if paths and wide_path is here_path and all(r[2] is r[1] for _, r in rests):
         return diverge, path_node, path_node, ends
-    return diverge, path_node, _options(wide_path, rests, 2), ends
+    return diverge, path_node, _options(wide_path, rests, 2, shared), ends
 
 
-def _options(head: Node, rests: list[tuple[Literal, tuple]], k: int) -> Node:
+def _one(node: Node, shared: dict[Node, Node] | None) -> Node:
+    """``node``, or the node equal to it in ``shared`` (``node`` added if
+    none is); ``_VOID`` and ``_EMPTY``, which callers test by identity,
+    as they are."""
+    if shared is None or node is _VOID or node is _EMPTY:
+        return node
+    return shared.setdefault(node, node)
+
+
+def _options(
+    head: Node, rests: list[tuple[Literal, tuple]], k: int, shared: dict[Node, Node] | None = None
+) -> Node:
     """The alternation of ``head`` and each child's character before its
     ``k``-th piece (a void piece is ``_VOID`` itself, as ``_alt_distinct``
     and ``_leaving`` return it, and is left out as it comes; most trie
@@ -526,8 +564,8 @@ def _options(head: Node, rests: list[tuple[Literal, tuple]], k: int) -> Node:
     for lit, pieces in rests:
         rest = pieces[k]
         if rest is not _VOID:
-            options.append(_prefixed(lit, rest))
-    return options[0] if len(options) == 1 else _alt_distinct(options)
+            options.append(_one(_prefixed(lit, rest), shared))
+    return options[0] if len(options) == 1 else _one(_alt_distinct(options), shared)
 
 
 def _prefixed(lit: Literal, rest: Node) -> Node:

@@ -1428,9 +1428,9 @@ def test_the_strings_other_than_an_objects_names_are_built_once_per_lowering_and
     built = []
     piece = strings.string_not_in_piece
 
-    def counted(excluded, *, max_size=20000):
+    def counted(excluded, *, max_size=20000, shared=None):
         built.append(frozenset(excluded))
-        return piece(excluded, max_size=max_size)
+        return piece(excluded, max_size=max_size, shared=shared)
 
     monkeypatch.setattr(strings, "string_not_in_piece", counted)
     lowered, accepts = language(schema)

@@ -622,6 +622,45 @@ def test_string_not_in_text_and_ast_agree(excluded: list[str]) -> None:
     assert concatenable(text) == text
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.text(alphabet='ab"\\é', max_size=4), max_size=6),
+    st.lists(st.text(alphabet='ab"\\é', max_size=4), max_size=6),
+)
+def test_string_not_in_pieces_sharing_nodes_keep_their_languages(
+    first: list[str], second: list[str]
+) -> None:
+    """Two name sets' pieces built with one table of nodes (a lowering's
+    objects: equal parts taken from it) are the pieces built alone: the
+    same text and, node for node, the same AST by value."""
+    shared: dict = {}
+    pieces = [string_not_in_piece(n, shared=shared) for n in (first, second)]
+    assert pieces == [string_not_in_piece(n) for n in (first, second)]
+
+
+def test_string_not_in_pieces_of_overlapping_names_share_nodes() -> None:
+    """Objects whose declared names overlap (a schema's many objects)
+    have pieces whose equal parts are one node when built with one table."""
+    from constrain_api.automata.lazy import _node_parts
+
+    def objects(*roots):
+        found, todo = {}, list(roots)
+        while todo:
+            node = todo.pop()
+            if id(node) not in found:
+                found[id(node)] = node
+                todo.extend(_node_parts(node))
+        return found
+
+    names = [f"name_{i}" for i in range(40)]
+    other = [*names[:30], "other", "name_77"]
+    shared: dict = {}
+    together = [string_not_in_piece(n, shared=shared)[1] for n in (names, other)]
+    apart = [string_not_in_piece(n)[1] for n in (names, other)]
+    assert together == apart
+    assert len(objects(*together)) < len(objects(*apart)) - 15
+
+
 @pytest.mark.parametrize(
     "excluded", [["name", "age"], ["name", 'a"b'], ["name", "école"], ["a\\b", "😀"]]
 )
