@@ -214,7 +214,7 @@ class TreeBuilder:
         if sid is None:
             sid = self._ids[elements] = len(self.sets)
             self.sets.append(elements)
-            if sid >= self.steps.shape[0]:  # (past max_sets within one build: doubled)
+            if sid >= self.steps.shape[0]:  # (64 rows, then max_sets; doubled past that)
                 rows = max(2 * self.steps.shape[0], self.max_sets)
                 grown = np.empty((rows, 256), dtype=np.int32)
                 grown[:sid] = self.steps[:sid]
