@@ -446,3 +446,90 @@ def test_where_errors():
     with pytest.raises(ConstraintError) as info:
         Where(3)  # type: ignore[arg-type]
     assert info.value.what == "where"
+
+
+def _all_meta_cases() -> list:
+    """Every MaskBench schema and every JSON Schema Test Suite schema (all
+    drafts), as JSON data; empty when the shared data is absent."""
+    from constrain_api.shared import shared_dir
+
+    base = shared_dir()
+    cases = []
+    for path in sorted((base / "maskbench" / "data").glob("*.json")):
+        cases.append(json.loads(path.read_text(encoding="utf-8"))["schema"])
+    for path in sorted((base / "json-schema-test-suite" / "tests").rglob("*.json")):
+        cases.extend(group["schema"] for group in json.loads(path.read_text(encoding="utf-8")))
+    return cases
+
+
+def test_json_schema_meta_check_fast_path_never_accepts_what_jsonschema_rejects():
+    """The compiled meta-schema check (``jsonschema-rs``) only ever accepts:
+    on every shared schema it finds valid, python-jsonschema, which decides
+    and words the errors, finds it valid too. So a schema is accepted or
+    refused as before; only the time to say so changed."""
+    import jsonschema
+
+    from constrain_api import specs
+
+    cases = _all_meta_cases()
+    if not cases:
+        pytest.skip("the shared data (MaskBench, the JSON Schema Test Suite) is absent")
+    fast = 0
+    for schema in cases:
+        if not specs._meta_valid_fast(schema):
+            continue
+        fast += 1
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        errors = cls(cls.META_SCHEMA, format_checker=specs._meta_format_checker(cls))
+        assert next(errors.iter_errors(schema), None) is None, schema
+    assert fast > 0.9 * len([s for s in cases if isinstance(s, dict)])  # (it does take them)
+
+
+def test_json_schema_meta_check_takes_the_fast_path_and_keeps_the_errors(monkeypatch):
+    """A valid schema is accepted without python-jsonschema's check (made to
+    fail here); an invalid one still gets its error, where and wording,
+    from python-jsonschema; a ``$schema`` neither knows is never fetched:
+    python-jsonschema judges it by the default draft, as before."""
+    import jsonschema
+
+    from constrain_api import specs
+
+    assert specs._meta_valid_fast({"type": "object", "properties": {"a": {"type": "string"}}})
+    assert not specs._meta_valid_fast({"type": "integr"})
+    assert not specs._meta_valid_fast(True)
+    assert not specs._meta_valid_fast({"$schema": "http://example.com/no-such-draft", "type": 1})
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("python-jsonschema was asked")
+
+    with monkeypatch.context() as m:
+        m.setattr(jsonschema.Draft202012Validator, "check_schema", refuse)
+        assert JsonSchema({"type": "object", "required": ["a"]}).schema["required"] == ["a"]
+    with pytest.raises(ConstraintError) as info:
+        JsonSchema({"properties": {"a": {"minLength": -1}}})
+    assert info.value.where == "/properties/a/minLength" and "minimum" in info.value.message
+    custom = {"$schema": "http://example.com/no-such-draft", "type": "object"}
+    assert JsonSchema(custom).schema == custom
+
+
+@pytest.mark.parametrize("form", ["data", "text"])
+def test_json_schema_nested_past_the_recursion_limit_is_a_constraint_error(form):
+    """A schema nested deeper than Python recurses is refused with a
+    ``ConstraintError`` (as data, it escaped as a ``RecursionError`` from
+    the check of a dict's values); one a few hundred deep is checked as any
+    other."""
+
+    def nested(depth):
+        text = '{"items":' * depth + "{}" + "}" * depth
+        return json.loads(text) if form == "data" and depth < 500 else text
+
+    assert JsonSchema(nested(300)) == JsonSchema(json.loads('{"items":' * 300 + "{}" + "}" * 300))
+    deep = nested(5000)
+    if form == "data":  # (built by hand: json.loads itself refuses this depth)
+        deep = inner = {}
+        for _ in range(5000):
+            inner["items"] = {}
+            inner = inner["items"]
+    with pytest.raises(ConstraintError) as info:
+        JsonSchema(deep)
+    assert "nested too deeply" in info.value.message
