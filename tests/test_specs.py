@@ -498,6 +498,21 @@ def test_json_schema_meta_check_takes_the_fast_path_and_keeps_the_errors(monkeyp
     assert not specs._meta_valid_fast({"type": "integr"})
     assert not specs._meta_valid_fast(True)
     assert not specs._meta_valid_fast({"$schema": "http://example.com/no-such-draft", "type": 1})
+    # draft 3: python-jsonschema knows it, jsonschema-rs would fetch its
+    # meta-schema: it is never asked
+    draft3 = {"$schema": "http://json-schema.org/draft-03/schema#", "type": "object"}
+    asked = []
+    with monkeypatch.context() as m:
+        m.setattr(specs._jsonschema_rs.meta, "is_valid", lambda s: asked.append(s) or True)
+        assert not specs._meta_valid_fast(draft3)
+        assert not specs._meta_valid_fast({"$schema": "http://example.com/x", "type": 1})
+        assert asked == []
+    assert JsonSchema(draft3).schema == draft3
+    for uri in (
+        "http://json-schema.org/draft-07/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+    ):
+        assert specs._meta_valid_fast({"$schema": uri, "type": "object"})
 
     def refuse(*args, **kwargs):
         raise AssertionError("python-jsonschema was asked")
