@@ -29,6 +29,7 @@ from .errors import (
     TokenRejected,
     UnsupportedConstraint,
 )
+from .first_follow import first_and_follow
 from .grammar import GrammarIR, Rule, Terminal, lower_grammar
 from .hookspecs import hookimpl
 from .jsonschema import lower_json_schema
@@ -141,6 +142,7 @@ __all__ = [
     "core_caches",
     "current_budget",
     "dfa_for_predicate",
+    "first_and_follow",
     "get",
     "hookimpl",
     "is_budget_error",

@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from .first_follow import digraph
+
 __all__ = ["END", "LALRTables", "NotLALR", "lalr_tables"]
 
 #: The end-of-input terminal (the lookahead after a whole sentence).
@@ -195,7 +197,7 @@ class _Builder:
             direct[i] = bits
         start_symbol = rhs[0][0]
         direct[index[(0, start_symbol)]] |= 1 << (self.end_id - n)
-        read = _digraph(reads, direct)
+        read = digraph(reads, direct)
         includes: list[list[int]] = [[] for _ in range(count)]
         lookback: dict[tuple[int, int], list[int]] = {}
         for i, (p, b) in enumerate(trans):
@@ -207,7 +209,7 @@ class _Builder:
                         includes[index[(q, s)]].append(i)
                     q = goto[q][s]
                 lookback.setdefault((q, r), []).append(i)
-        follow = _digraph(includes, read)
+        follow = digraph(includes, read)
         out: dict[tuple[int, int], int] = {}
         for (q, r), sources in lookback.items():
             bits = 0
@@ -254,49 +256,3 @@ class _Builder:
     def _rule_text(self, r: int) -> str:
         names = self.names
         return f"{names[self.lhs[r]]} -> " + " ".join(names[s] for s in self.rhs[r])
-
-
-def _digraph(relation: list[list[int]], base: list[int]) -> list[int]:
-    """``F(x) = base(x) | F(y) for every x R y`` (bitmasks), closed over the
-    strongly connected components of ``relation`` (DeRemer and Pennello's
-    *digraph*; iterative, as relations are as deep as the grammar is long)."""
-    result = list(base)
-    depth = [0] * len(base)  # 0: not seen; > 0: on the stack (its depth); -1: done
-    stack: list[int] = []
-    for root in range(len(base)):
-        if depth[root]:
-            continue
-        stack.append(root)
-        depth[root] = len(stack)
-        frames = [[root, 0, len(stack)]]  # node, next edge, its depth when pushed
-        while frames:
-            frame = frames[-1]
-            x, k, _ = frame
-            edges = relation[x]
-            if k < len(edges):
-                frame[1] = k + 1
-                y = edges[k]
-                if depth[y] == 0:
-                    stack.append(y)
-                    depth[y] = len(stack)
-                    frames.append([y, 0, len(stack)])
-                    continue
-                if 0 < depth[y] < depth[x]:
-                    depth[x] = depth[y]
-                result[x] |= result[y]
-                continue
-            frames.pop()
-            if depth[x] == frame[2]:  # x roots a component: it is closed
-                top = result[x]
-                while True:
-                    z = stack.pop()
-                    depth[z] = -1
-                    result[z] = top
-                    if z == x:
-                        break
-            if frames:  # the parent takes what this node found
-                parent = frames[-1][0]
-                if 0 < depth[x] < depth[parent]:
-                    depth[parent] = depth[x]
-                result[parent] |= result[x]
-    return result

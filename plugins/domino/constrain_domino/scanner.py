@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from constrain_api import ByteDFA, LazyDFA, ReducedGrammar
+from constrain_api import ByteDFA, LazyDFA, ReducedGrammar, first_and_follow
 from constrain_api.automata import Node
 
 #: The position before any byte: the next byte starts a terminal.
@@ -139,48 +139,12 @@ class _Rows(dict):
 def _adjacency(g: ScannerGrammar) -> tuple[list[frozenset[int]], frozenset[int]]:
     """Which terminals can come right after each terminal in some sentence
     (``%ignore``d ones aside), and which can come first: the FIRST and FOLLOW
-    sets of textbook parsing, over terminals. The subterminal trees only
-    record paths these allow; the parser would reject the others anyway, and
-    without this a name terminal splits into names at every byte. The sets
-    are bitmasks over the terminals' indices while they grow."""
-    index = g.index
-    first: dict[str, int] = {name: 1 << i for name, i in index.items()}
-    for lhs, _ in g.rules:
-        first.setdefault(lhs, 0)
-    nullable: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in g.rules:
-            if lhs not in nullable and all(s in nullable for s in rhs):
-                nullable.add(lhs)
-                changed = True
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in g.rules:
-            bits = first[lhs]
-            for s in rhs:
-                bits |= first[s]
-                if s not in nullable:
-                    break
-            if bits != first[lhs]:
-                first[lhs] = bits
-                changed = True
-    follow = dict.fromkeys(first, 0)
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in g.rules:
-            after = follow[lhs]  # what may follow the rest of the rule, right to left
-            for s in reversed(rhs):
-                bits = follow[s] | after
-                if bits != follow[s]:
-                    follow[s] = bits
-                    changed = True
-                after = first[s] | after if s in nullable else first[s]
-    follows = [_indices(follow[name]) for name in g.names]
-    return follows, _indices(first.get(g.start, 0))
+    sets of textbook parsing, over terminals (``first_and_follow``). The
+    subterminal trees only record paths these allow; the parser would reject
+    the others anyway, and without this a name terminal splits into names at
+    every byte."""
+    first, follows = first_and_follow(g.rules, g.names, g.start)
+    return [_indices(bits) for bits in follows], _indices(first)
 
 
 def _indices(bits: int) -> frozenset[int]:
