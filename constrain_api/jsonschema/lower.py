@@ -1487,31 +1487,17 @@ class Lowerer:
         for p in patterns:
             here = join_pointer(where, "patternProperties", p)
             keys.append(_name_automaton(p, here, limit))
-        # the regions: each pattern in or out, depth first from every name
-        # but the declared ones; a region found empty is not split further,
-        # so patterns that exclude each other (literal names beside a
-        # catch-all) make a handful of regions, not 2 ** n
         listed = list(patterns)
         universe = allowed or ByteDFA.from_regex(strings.string_regex(), max_states=limit)
-        todo = [(0, universe.difference(declared, max_states=limit), ())]
+        undeclared = universe.difference(declared, max_states=limit)
         regions: list[tuple[ByteDFA, tuple[int, ...], list[Any], str]] = []
-        splits = 0
-        while todo:
-            i, region, chosen = todo.pop()
-            if region.is_empty():
-                continue
-            if i < len(keys):
-                splits += 1
-                if splits > _MAX_PATTERN_SPLITS:
-                    raise _unsupported(
-                        "patternProperties", where, "its patterns overlap in too many ways"
-                    )
-                todo.append((i + 1, region.difference(keys[i], max_states=limit), chosen))
-                todo.append((i + 1, region.intersect(keys[i], max_states=limit), (*chosen, i)))
-            elif chosen:
+        for region, chosen in _name_regions(
+            undeclared, keys, additional is not False, limit, where
+        ):
+            if chosen:
                 here = join_pointer(where, "patternProperties", listed[chosen[-1]])
                 regions.append((region, chosen, [patterns[listed[c]] for c in chosen], here))
-            elif additional is not False:
+            else:
                 here = join_pointer(where, "additionalProperties")
                 regions.append((region, chosen, [additional], here))
 
@@ -1611,6 +1597,69 @@ def _name_automaton(pattern: str, where: str, max_states: int) -> ByteDFA:
     if has_lookaround(node):
         return ByteDFA.from_node(strings.quoted_node(node), max_states=max_states)
     return ByteDFA.from_regex(strings.pattern_regex(pattern, where=where), max_states=max_states)
+
+
+def _name_regions(
+    names: ByteDFA, keys: list[ByteDFA], rest: bool, limit: int, where: str
+) -> list[tuple[ByteDFA, tuple[int, ...]]]:
+    """The non-empty regions the ``keys`` (patterns' automata) cut ``names``
+    into, as ``(automaton, chosen)``: for each combination ``chosen`` of
+    keys (indices, ascending), the names those keys match and no other
+    does; with ``rest``, last, the names no key matches (``chosen == ()``).
+
+    Depth first, each key in or out, a region found empty not split
+    further (patterns that exclude each other make a handful of regions,
+    not ``2 ** n``); a combination is reached from its first key's names
+    (``names`` ∩ that key, less the earlier keys), so the splits work on
+    automata no bigger than one pattern's names, and the names no key
+    matches are ``names`` less the keys' union, one product: not a chain
+    of differences of the big automaton of every other name (19 literal
+    patterns beside 53 declared names: 0.46 s). Each region is a minimal
+    automaton, numbered canonically, so the same language in the same
+    order as any other way of computing it. Past ``_MAX_PATTERN_SPLITS``
+    splits: refused (the patterns overlap in too many ways)."""
+    splits = 0
+
+    def less(region: ByteDFA, key: ByteDFA) -> tuple[ByteDFA, ByteDFA]:
+        # (region ∩ key, region − key); no second product where they are disjoint
+        inside = region.intersect(key, max_states=limit)
+        if inside.is_empty():
+            return inside, region
+        return inside, region.difference(key, max_states=limit)
+
+    regions = []
+    for first, key in enumerate(keys):
+        region = names.intersect(key, max_states=limit)
+        for earlier in keys[:first]:
+            if region.is_empty():
+                break
+            region = less(region, earlier)[1]
+        todo = [(first + 1, region, (first,))]
+        while todo:
+            i, region, chosen = todo.pop()
+            if region.is_empty():
+                continue
+            if i == len(keys):
+                regions.append((region, chosen))
+                continue
+            splits += 1
+            if splits > _MAX_PATTERN_SPLITS:
+                raise _unsupported(
+                    "patternProperties", where, "its patterns overlap in too many ways"
+                )
+            inside, outside = less(region, keys[i])
+            todo.append((i + 1, outside, chosen))
+            todo.append((i + 1, inside, (*chosen, i)))
+    if rest:
+        region = names
+        if keys:
+            matched = keys[0]
+            for key in keys[1:]:
+                matched = matched.union(key, max_states=limit)
+            region = names.difference(matched, max_states=limit)
+        if not region.is_empty():
+            regions.append((region, ()))
+    return regions
 
 
 def _quoted_name(name: str, quoted: str | None = None) -> Rx:

@@ -3,7 +3,11 @@ members, recursion, oneOf, whitespace, errors that name keyword and pointer."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jsonschema_harness import recognizer
 
 from constrain_api import JsonSchema, Regex, get, lower_json_schema
@@ -1487,3 +1491,41 @@ def test_equal_ir_expressions_hash_alike():
     b = Or((Cat((Rx("a"), Call("r"))), Rep(Rx("b"), 0, None)))
     assert a == b and hash(a) == hash(b) and {a: 1}[b] == 1
     assert a != Or((Cat((Rx("a"), Call("r"))), Rep(Rx("b"), 1, None)))
+
+
+_WORDS = [b"".join(p) for n in range(5) for p in itertools.product([b"a", b"b", b"c"], repeat=n)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from(["a", "b", "ab", "a*b", "(ab|c)+", "c?a", "b.*", ".*c", "..."]), max_size=4
+    ),
+    st.lists(st.sampled_from(_WORDS), max_size=4),
+    st.booleans(),
+)
+def test_name_regions_cut_the_names_by_the_patterns_that_match(patterns, declared, rest):
+    """Every undeclared name lies in exactly the region of the patterns that
+    match it (the names no pattern matches: the last region, with
+    ``rest``), in depth-first order, each pattern in before out."""
+    from constrain_api.jsonschema.lower import _name_regions
+
+    keys = [ByteDFA.from_regex(p) for p in patterns]
+    names = ByteDFA.from_regex("[abc]*").difference(ByteDFA.from_strings(declared))
+    regions = _name_regions(names, keys, rest, 10_000, "#")
+    chosen_list = [chosen for _, chosen in regions]
+    assert chosen_list == sorted(chosen_list, key=lambda c: [i not in c for i in range(len(keys))])
+    assert len(set(chosen_list)) == len(chosen_list)
+    for word in _WORDS:
+        matching = tuple(i for i, k in enumerate(keys) if k.matches(word))
+        holding = [chosen for dfa, chosen in regions if dfa.matches(word)]
+        if word in declared or (not matching and not rest):
+            assert holding == []
+        else:
+            assert holding == [matching]
+
+
+def test_patterns_that_overlap_in_too_many_ways_are_refused():
+    schema = {"type": "object", "patternProperties": {c: {} for c in "abcdefghij"}}
+    with pytest.raises(UnsupportedConstraint, match="overlap in too many ways"):
+        lower_json_schema_ir(JsonSchema(schema))
