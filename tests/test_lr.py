@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_lalr import TERMINALS, grammars  # (random grammars over three terminals)
 
 import constrain_api as ca
 from constrain_api.lr import LRTable
@@ -98,3 +101,41 @@ def test_productive_rules_drop_rules_that_derive_nothing():
     ]
     with pytest.raises(ca.ConstraintError, match="derives no string"):
         ca.productive_rules(rules, set(), "start")
+
+
+def _productive_by_fixed_point(rules, terminals) -> set[str]:
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in rules:
+            if lhs not in productive and all(s in terminals or s in productive for s in rhs):
+                productive.add(lhs)
+                changed = True
+    return productive
+
+
+@settings(max_examples=300, deadline=None)
+@given(grammars(), st.sets(st.sampled_from(TERMINALS)), st.sampled_from(["list", "set"]))
+def test_productive_rules_are_the_textbook_fixed_point_s(rules, terminals, given_as):
+    """The rules kept are those whose every symbol is a terminal given or a
+    non-terminal the textbook fixed point finds productive (terminals as
+    any collection: a list is not searched linearly per symbol)."""
+    productive = _productive_by_fixed_point(rules, terminals)
+    kept = [(lhs, rhs) for lhs, rhs in rules if all(s in terminals or s in productive for s in rhs)]
+    collection = sorted(terminals) if given_as == "list" else terminals
+    if "start" not in productive:
+        with pytest.raises(ca.ConstraintError, match="derives no string"):
+            ca.productive_rules(rules, collection, "start")
+    else:
+        assert ca.productive_rules(iter(rules), collection, "start") == kept
+
+
+def test_productive_rules_of_a_long_chain():
+    """``a_i → a_{i+1} X``, listed first to last, ``a_n → X``: each pass of
+    a fixed point over the rules in this order finds one more."""
+    depth = 3000
+    rules = [(f"a{i}", (f"a{i + 1}", "X")) for i in range(depth)] + [(f"a{depth}", ("X",))]
+    assert ca.productive_rules(rules, ["X"], "a0") == rules
+    with pytest.raises(ca.ConstraintError, match="derives no string"):
+        ca.productive_rules(rules[:-1], ["X"], "a0")  # (no base: none is productive)

@@ -34,22 +34,21 @@ _LEADS = (
 )
 
 
-def _runs(row: list[int], lo: int, hi: int) -> list[tuple[int, int, int]]:
-    """``(first, last, target)`` for the maximal runs of equal targets in ``row[lo..hi]``."""
-    out: list[tuple[int, int, int]] = []
-    start = lo
-    for b in range(lo + 1, hi + 2):
-        if b > hi or row[b] != row[start]:
-            out.append((start, b - 1, row[start]))
-            start = b
-    return out
+def _runs(dfa: ByteDFA, state: int, lo: int, hi: int) -> list[tuple[int, int, int]]:
+    """``(first, last, target)`` for the maximal runs of equal live targets
+    of ``state`` in bytes ``lo..hi`` (the row's runs, ``runs_of``, cut to
+    the range: found once per state, not byte by byte per character)."""
+    return [
+        (max(first, lo), min(last, hi), target)
+        for first, last, target in dfa.runs_of(state)
+        if first <= hi and last >= lo
+    ]
 
 
 def char_edges(dfa: ByteDFA, state: int) -> dict[int, list[tuple[int, int]]]:
     """Target state → code-point ranges leading there from ``state``: the
     byte transitions of whole UTF-8 characters (the states inside a
     character's bytes skipped), for automata over valid UTF-8."""
-    rows = dfa.rows
     edges: dict[int, list[tuple[int, int]]] = {}
 
     def follow(s: int, more: int, lo_cp: int, hi_cp: int) -> None:
@@ -60,9 +59,7 @@ def char_edges(dfa: ByteDFA, state: int) -> dict[int, list[tuple[int, int]]]:
         if more == 0:
             edges.setdefault(s, []).append((lo_cp, hi_cp))
             return
-        for first, last, target in _runs(rows[s], 0x80, 0xBF):
-            if target < 0:
-                continue
+        for first, last, target in _runs(dfa, s, 0x80, 0xBF):
             if lo_cp == hi_cp or (first, last) == (0x80, 0xBF):
                 # one prefix, or every continuation byte: still one range
                 follow(target, more - 1, lo_cp * 64 + first - 0x80, hi_cp * 64 + last - 0x80)
@@ -70,11 +67,9 @@ def char_edges(dfa: ByteDFA, state: int) -> dict[int, list[tuple[int, int]]]:
                 for cp in range(lo_cp, hi_cp + 1):
                     follow(target, more - 1, cp * 64 + first - 0x80, cp * 64 + last - 0x80)
 
-    row = rows[state]
     for lo, hi, more, bits in _LEADS:
-        for first, last, target in _runs(row, lo, hi):
-            if target >= 0:
-                follow(target, more, first & bits, last & bits)
+        for first, last, target in _runs(dfa, state, lo, hi):
+            follow(target, more, first & bits, last & bits)
     return edges
 
 

@@ -105,11 +105,11 @@ _EMPTY = "no text satisfies it (its language is empty)"
 
 def _context_free(ir: GrammarIR) -> ContextFree:
     """The grammar ``ir``; ``ConstraintError`` when its start derives no string."""
-    terminals = [
+    terminals = {
         name
         for name, terminal in ir.terminals.items()
         if terminal.literal or not _no_string(terminal.ast())
-    ]
+    }
     try:  # (the reduced grammar's check, without building the terminals' automata)
         productive_rules(((r.lhs, r.rhs) for r in ir.rules), terminals, ir.start)
     except ConstraintError:
