@@ -24,6 +24,7 @@ from constrain_api.automata import (
     Literal,
     Repeat,
     Seq,
+    has_string,
     parse_regex,
     quantifier_modes,
     regex_automaton,
@@ -639,3 +640,34 @@ def test_a_product_search_past_its_bound_is_a_compile_limit(monkeypatch) -> None
     with pytest.raises(CompileLimitExceeded) as info:
         LazyDFA(node)
     assert info.value.limit == "states"
+
+
+_PLAIN = st.recursive(
+    st.sampled_from(ATOMS),
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=2, max_size=3).map("".join),
+        st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
+        st.tuples(inner, st.sampled_from(QUANTIFIERS)).map(lambda t: f"(?:{t[0]}){t[1]}"),
+    ),
+    max_leaves=5,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_PLAIN, _PLAIN, st.sampled_from([Intersect, Difference]))
+def test_has_string_decides_products_as_the_minimal_automata_do(a, b, op) -> None:
+    """``has_string`` of an intersection or difference of two regexes
+    (searched lazily, never determinized whole) says what the product of
+    their minimal automata says."""
+    left, right = ByteDFA.from_regex(a), ByteDFA.from_regex(b)
+    product = left.intersect(right) if op is Intersect else left.difference(right)
+    assert has_string(op(parse_regex(a), parse_regex(b))) is not product.is_empty()
+
+
+def test_has_string_is_bounded() -> None:
+    """A product past the bound on terms raises ``CompileLimitExceeded``
+    (the callers then decide another way), never runs away."""
+    disjoint = Intersect(parse_regex("a{0,5000}b"), parse_regex("a{0,5000}c"))
+    assert not has_string(disjoint)  # (every pair of states the two reach walked)
+    with pytest.raises(CompileLimitExceeded):
+        has_string(disjoint, max_states=10)

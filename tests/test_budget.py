@@ -212,15 +212,23 @@ def test_an_interrupted_build_leaves_no_trace(clock):
         {"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "maxLength": 3}]},
     ],
 )
-def test_a_budget_error_is_not_taken_for_a_refusal(monkeypatch, schema):
-    """``oneOf`` falls back when an intersection is too large; a budget that
-    ran out there ends the compilation instead of refusing the schema."""
+@pytest.mark.parametrize("running_out", ["searching the branches' product", "automata"])
+def test_a_budget_error_is_not_taken_for_a_refusal(monkeypatch, schema, running_out):
+    """``oneOf`` falls back when an intersection is too large to search or
+    its automata too large to build; a budget that ran out there ends the
+    compilation instead of refusing the schema."""
+    import constrain_api.jsonschema.lower as lowering
+
     ca.clear_caches()
 
-    def out_of_time(self, other, **kw):
+    def out_of_time(*args, **kw):
         raise ca.CompileLimitExceeded("max_seconds", 1.0, 1.5)
 
-    monkeypatch.setattr(ca.ByteDFA, "intersect", out_of_time)
+    if running_out == "automata":
+        for operation in ("intersect", "difference"):
+            monkeypatch.setattr(ca.ByteDFA, operation, out_of_time)
+    else:
+        monkeypatch.setattr(lowering, "has_string", out_of_time)
     with pytest.raises(ca.CompileLimitExceeded) as info:
         lower_json_schema(ca.JsonSchema(schema))
     assert info.value.limit == "max_seconds"

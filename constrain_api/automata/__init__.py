@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .dfa import DEFAULT_MAX_STATES, ByteDFA, byte_segments, check_nfa_size, nfa_limit
 from .elimination import char_edges, dfa_to_node, dfa_to_regex
-from .lazy import LazyDFA, TermTable, regex_automaton
+from .lazy import LazyDFA, TermTable, has_string, regex_automaton
 from .printer import to_regex
 from .regex import (
     MAX_CODE_POINT,
@@ -74,6 +74,7 @@ __all__ = [
     "dfa_to_node",
     "dfa_to_regex",
     "has_lookaround",
+    "has_string",
     "nfa_limit",
     "nullable",
     "parse_regex",

@@ -43,6 +43,7 @@ from ..automata import (
     alt,
     dfa_to_regex,
     has_lookaround,
+    has_string,
     parse_regex,
 )
 from ..budget import checkpoint, is_budget_error
@@ -376,18 +377,21 @@ class Lowerer:
             return None
         branches = [s, *(b for b in s.get("allOf", ()) if isinstance(b, dict))]
         lists = [
-            _enum_values(b, None)
+            (b, _enum_values(b, None))
             for b in branches
             if ("enum" in b or "const" in b) and not (legacy and "$ref" in b)
         ]
         rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
         if not lists or not _validating(rest) or _has_marker(s):
             return None  # (nothing to decide, or the usual path decides it alike)
-        values = min(lists, key=len)
+        listing, values = min(lists, key=lambda pair: len(pair[1]))
         if len(values) > _MAX_FINITE:
             return None
         try:
-            validator = self._validator_for(s)
+            # (judged without the list they come from, which each is in: the
+            # validator's enum check compares a value with every listed one,
+            # quadratic in a list of 1,554 values)
+            validator = self._validator_for(_without_list(s, listing))
             values = [v for v in values if validator.is_valid(v)]
         except Exception:  # unresolvable reference, unusable keyword
             return None
@@ -656,13 +660,8 @@ class Lowerer:
                 (s1, e1), (s2, e2) = live[i], live[j]
                 if _disjoint_by_schema(s1, s2):
                     continue
-                if isinstance(e1, Rx) and isinstance(e2, Rx):
-                    try:
-                        if dfa(i).intersect(dfa(j), max_states=limit).is_empty():
-                            continue
-                    except CompileLimitExceeded as e:
-                        if is_budget_error(e):
-                            raise
+                if isinstance(e1, Rx) and isinstance(e2, Rx) and not _meet(e1, e2, limit):
+                    continue
                 overlapping = True
         if not overlapping:
             return either(*(e for _, e in live))
@@ -1599,6 +1598,27 @@ def _name_automaton(pattern: str, where: str, max_states: int) -> ByteDFA:
     return ByteDFA.from_regex(strings.pattern_regex(pattern, where=where), max_states=max_states)
 
 
+def _meet(a: Rx, b: Rx, limit: int) -> bool:
+    """Whether some text is in both languages (``True`` where that is past
+    the bounds): their product searched on the lazy automata's terms
+    (``has_string``: it stops at the first text in both, and walks only the
+    pairs of states the two reach together), else on their minimal automata."""
+    try:
+        return has_string(Intersect(a.ast(), b.ast()), max_states=limit)
+    except CompileLimitExceeded as e:
+        if is_budget_error(e):
+            raise
+    try:
+        dfa = ByteDFA.from_regex(a.text, max_states=limit, node=a.ast())
+        return not dfa.intersect(
+            ByteDFA.from_regex(b.text, max_states=limit, node=b.ast()), max_states=limit
+        ).is_empty()
+    except CompileLimitExceeded as e:
+        if is_budget_error(e):
+            raise
+    return True
+
+
 def _name_regions(
     names: ByteDFA, keys: list[ByteDFA], rest: bool, limit: int, where: str
 ) -> list[tuple[ByteDFA, tuple[int, ...]]]:
@@ -1744,6 +1764,18 @@ def _json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
+
+
+def _without_list(s: dict, listing: dict) -> dict:
+    """``s`` with the ``enum``/``const`` of ``listing`` (``s`` itself or a
+    branch of its ``allOf``) left out."""
+
+    def bare(b: dict) -> dict:
+        return {k: v for k, v in b.items() if k not in ("enum", "const")}
+
+    if listing is s:
+        return bare(s)
+    return {**s, "allOf": [bare(b) if b is listing else b for b in s["allOf"]]}
 
 
 def _enum_values(s: dict, where: str | None) -> list[Any]:

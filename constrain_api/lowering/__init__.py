@@ -24,8 +24,7 @@ from __future__ import annotations
 import functools
 
 from ..automata import ByteDFA, Empty, Literal, Node, alt, parse_regex
-from ..automata.dfa import DEFAULT_MAX_STATES, nfa_limit
-from ..automata.lazy import TermTable
+from ..automata.lazy import has_string
 from ..automata.regex import has_lookaround, is_void
 from ..budget import is_budget_error
 from ..caching import SPEC_GRAPHS, core_cache
@@ -126,10 +125,8 @@ def _no_string(node: Node) -> bool:
     the limit)."""
     if not has_lookaround(node):
         return is_void(node)
-    terms = TermTable()
-    terms.limit = nfa_limit(DEFAULT_MAX_STATES)
     try:
-        return terms.of_node(node) is None
+        return not has_string(node)
     except CompileLimitExceeded as e:
         if is_budget_error(e):
             raise

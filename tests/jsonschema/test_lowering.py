@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema_harness import recognizer
 
-from constrain_api import JsonSchema, Regex, get, lower_json_schema
+from constrain_api import JsonSchema, Regex, clear_caches, get, lower_json_schema
 from constrain_api.automata import ByteDFA, Node
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from constrain_api.grammar import GrammarIR
@@ -1529,3 +1529,63 @@ def test_patterns_that_overlap_in_too_many_ways_are_refused():
     schema = {"type": "object", "patternProperties": {c: {} for c in "abcdefghij"}}
     with pytest.raises(UnsupportedConstraint, match="overlap in too many ways"):
         lower_json_schema_ir(JsonSchema(schema))
+
+
+def test_one_of_branches_meet_or_not_the_same_way_past_the_lazy_search_s_bound(monkeypatch):
+    """Whether two ``oneOf`` branches share a text is searched lazily
+    (``has_string`` of their intersection); where that search meets its
+    bound, their minimal automata decide, alike."""
+    import constrain_api.jsonschema.lower as lowering
+
+    def member(pattern):
+        return {
+            "type": "object",
+            "properties": {"k": {"type": "string", "pattern": pattern}},
+            "required": ["k"],
+            "additionalProperties": False,
+        }
+
+    disjoint = {"oneOf": [member("^a$"), member("^b$")]}
+    overlapping = {
+        "oneOf": [{"type": "string", "maxLength": 3}, {"type": "string", "pattern": "^a"}]
+    }
+    searched = [repr(lower_json_schema_ir(JsonSchema(s))) for s in (disjoint, overlapping)]
+    calls = []
+
+    def bounded(node, *, max_states):
+        calls.append(node)
+        raise CompileLimitExceeded("states", max_states, None, "a product too big to search")
+
+    monkeypatch.setattr(lowering, "has_string", bounded)
+    clear_caches()
+    assert [repr(lower_json_schema_ir(JsonSchema(s))) for s in (disjoint, overlapping)] == searched
+    assert len(calls) == 2
+    _, ok = language(disjoint)
+    assert ok('{"k":"a"}') and ok('{"k":"b"}') and not ok('{"k":"c"}')
+    _, ok = language(overlapping)
+    assert ok('"b"') and ok('"abcd"') and not ok('"ab"')
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"enum": [1, 2, 3, 4], "allOf": [{"enum": [2, 3, 5, 6, 7]}], "not": {"const": 3}},
+        {"enum": [1, 2, 3, 4, 5, 6], "allOf": [{"enum": [2, 3, 9]}, {"minimum": 3}]},
+        {"const": 2, "enum": [1, 2], "allOf": [{"enum": [2, 3]}], "multipleOf": 2},
+        {"enum": [[1], [2], "a", {"b": 1}], "not": {"type": "string"}, "minItems": 1},
+    ],
+)
+def test_listed_values_are_those_the_whole_schema_accepts(schema):
+    """Values listed beside other keywords are each judged by the validator
+    (without the list they are taken from, which holds them; the other
+    lists still count): exactly those of the shortest list it accepts."""
+    import jsonschema
+
+    from constrain_api.jsonschema import instance_text
+
+    _, ok = language(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    candidates = [1, 2, 3, 4, 5, 6, 7, 9, [1], [2], "a", {"b": 1}, [], None]
+    accepted = [v for v in candidates if ok(instance_text(schema, v))]
+    assert accepted == [v for v in candidates if validator.is_valid(v)]
+    assert accepted  # (each schema admits some value)
