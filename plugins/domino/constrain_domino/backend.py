@@ -431,7 +431,7 @@ class DominoCompiled(BaseCompiled):
                         few.append(tokens)
             if k is not None and depth >= k:
                 continue
-            for t, child in tree.children[node].items():
+            for t, child in tree.children[node]:
                 nxt = lr.feed(stack, names[t])
                 if nxt is not None:
                     todo.append((child, nxt, depth + 1))

@@ -382,7 +382,7 @@ def _payload(tree: SubterminalTree, vocab_size: int, terminals: int) -> bytes:
     nodes = tree.num_nodes
     parent = np.full(nodes, -1, dtype=_INT32)
     for node, kids in enumerate(tree.children):
-        for child in kids.values():
+        for _, child in kids:
             parent[child] = node
     free = [group for group in tree.free if group is not None]
     checked = [

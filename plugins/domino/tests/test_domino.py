@@ -171,7 +171,7 @@ def test_name_terminals_do_not_split_into_names(vocab):
         tree = compiled.tree(position)
         for node, children in enumerate(tree.children):
             if tree.label[node] == name:
-                assert name not in children, position
+                assert name not in dict(children), position
 
 
 def test_terminals_that_may_follow_and_start(vocab):
@@ -412,7 +412,7 @@ def _content(tree) -> dict:
         free = tree.free[node]
         checked = {t: tuple(tree.token_ids(m).tolist()) for t, m in tree.checked[node]}
         paths[path] = (None if free is None else tuple(tree.token_ids(free).tolist()), checked)
-        todo.extend((child, (*path, t)) for t, child in tree.children[node].items())
+        todo.extend((child, (*path, t)) for t, child in tree.children[node])
     return paths
 
 
@@ -441,7 +441,7 @@ def test_trees_sharing_a_memo_equal_trees_built_alone(vocab, name):
             while below and not has_tokens:
                 n = below.pop()
                 has_tokens = tree.free[n] is not None or bool(tree.checked[n])
-                below.extend(tree.children[n].values())
+                below.extend(child for _, child in tree.children[n])
             assert has_tokens, (p, node)
 
 
@@ -786,11 +786,10 @@ def test_built_trees_leave_the_collectors_view(vocab):
     for _ in range(3):  # (a tuple is let go once what it holds is: one level a collection)
         gc.collect()
     for tree in trees:
-        for part in (tree.label, tree.free, tree.checked, *tree.checked):
+        for part in (tree.children, *tree.children, tree.label, tree.free, tree.checked):
             assert type(part) is tuple and not gc.is_tracked(part)
-        # (a tuple holding dicts stays tracked, but dicts of numbers are not)
-        assert type(tree.children) is tuple
-        assert not any(gc.is_tracked(children) for children in tree.children)
+        assert all(not gc.is_tracked(groups) for groups in tree.checked)
+        assert not hasattr(tree, "__dict__")  # (slots: no dict per tree to walk)
 
 
 def test_a_format_within_a_length_bound_is_walked_lazily_and_exact(vocab, naive):
