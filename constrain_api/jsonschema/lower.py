@@ -206,6 +206,7 @@ class Lowerer:
         # schemas being lowered, by content → their rule's name should they
         # recur inside themselves (a cycle through a $ref merged with its
         # siblings, which no pointer names); those that did
+        self._name_patterns: dict[str, tuple[ByteDFA, str | None]] = {}  # (_pattern_names)
         self._lowering: dict[str, str] = {}
         self._recurring: set[str] = set()
         self._started = 0  # schemas lowered so far (numbers those rules)
@@ -1367,10 +1368,8 @@ class Lowerer:
             names = [n for n in names if check.is_valid(n)]
             if any(r not in names for r in required):
                 return NOTHING
-        pattern_keys = {  # (_extra_members builds them again: from the regex cache)
-            p: _name_automaton(
-                p, join_pointer(where, "patternProperties", p), self.options.max_states
-            )
+        pattern_keys = {
+            p: self._pattern_names(p, join_pointer(where, "patternProperties", p))[0]
             for p in patterns
         }
         entries: list[tuple[Expr, bool]] = []
@@ -1450,6 +1449,16 @@ class Lowerer:
             return None
         return dfa
 
+    def _pattern_names(self, pattern: str, where: str) -> tuple[ByteDFA, str | None]:
+        """``_name_automaton`` of a ``patternProperties`` pattern, made once
+        per lowering (an object's declared members and its other names both
+        ask for it)."""
+        found = self._name_patterns.get(pattern)
+        if found is None:
+            found = _name_automaton(pattern, where, self.options.max_states)
+            self._name_patterns[pattern] = found
+        return found
+
     def _extra_members(
         self,
         names: list[str],
@@ -1482,10 +1491,11 @@ class Lowerer:
             raise _unsupported("patternProperties", where, f"more than {_MAX_PATTERNS} patterns")
         limit = self.options.max_states
         declared = ByteDFA.from_strings(json.dumps(n, ensure_ascii=False).encode() for n in names)
-        keys = []
+        keys, texts = [], []
         for p in patterns:
-            here = join_pointer(where, "patternProperties", p)
-            keys.append(_name_automaton(p, here, limit))
+            key, text = self._pattern_names(p, join_pointer(where, "patternProperties", p))
+            keys.append(key)
+            texts.append(text)
         listed = list(patterns)
         universe = allowed or ByteDFA.from_regex(strings.string_regex(), max_states=limit)
         undeclared = universe.difference(declared, max_states=limit)
@@ -1518,9 +1528,18 @@ class Lowerer:
         options = []
         for region, chosen, schemas, here in regions:
             value = self.lower(schemas[0] if len(schemas) == 1 else {"allOf": schemas}, here)
-            if value != NOTHING:
+            if value == NOTHING:
+                continue
+            own = len(chosen) == 1 and texts[chosen[0]] is not None
+            if own and region.digest() == keys[chosen[0]].digest():
+                # every name the pattern matches, only those (minimal automata
+                # of one language are one automaton): its own regex, not the
+                # region printed back (counted repeats expand there, past the
+                # size bound for a language tag's {5,8}, 4-7 ms a region)
+                key = Rx(texts[chosen[0]])
+            else:
                 key = _printed(region, lambda c=chosen: region_node(c))
-                options.append(self._member(key, value))
+            options.append(self._member(key, value))
         return either(*options) if options else None
 
     def _member(self, key: Expr, value: Expr) -> Expr:
@@ -1590,12 +1609,15 @@ def _validating(s: dict) -> bool:
     return any(k in _HANDLED or k in _REFUSED or k.startswith("__") for k in s)
 
 
-def _name_automaton(pattern: str, where: str, max_states: int) -> ByteDFA:
-    """The automaton of the quoted names a ``patternProperties`` pattern matches."""
+def _name_automaton(pattern: str, where: str, max_states: int) -> tuple[ByteDFA, str | None]:
+    """The automaton of the quoted names a ``patternProperties`` pattern
+    matches, and their regex (``None`` for a pattern with a lookaround,
+    whose names have no regex text)."""
     node = strings.pattern_node(pattern, where=where)
     if has_lookaround(node):
-        return ByteDFA.from_node(strings.quoted_node(node), max_states=max_states)
-    return ByteDFA.from_regex(strings.pattern_regex(pattern, where=where), max_states=max_states)
+        return ByteDFA.from_node(strings.quoted_node(node), max_states=max_states), None
+    text = strings.pattern_regex(pattern, where=where)
+    return ByteDFA.from_regex(text, max_states=max_states), text
 
 
 def _meet(a: Rx, b: Rx, limit: int) -> bool:

@@ -1589,3 +1589,32 @@ def test_listed_values_are_those_the_whole_schema_accepts(schema):
     accepted = [v for v in candidates if ok(instance_text(schema, v))]
     assert accepted == [v for v in candidates if validator.is_valid(v)]
     assert accepted  # (each schema admits some value)
+
+
+def test_a_pattern_s_own_names_take_its_own_regex():
+    """A ``patternProperties`` region that is all the names of one pattern
+    (no declared name, no other pattern among them) is spelled by the
+    pattern's own regex, counted repeats and all, not printed back from
+    its automaton; a region that is not (a declared name matches the
+    pattern) is printed from the automaton. Both exact."""
+    from constrain_api.jsonschema import strings
+
+    tag = "^t_[a-z]{2,3}(-[A-Z]{4})?(-[a-z0-9]{5,8})*$"
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}},
+        "patternProperties": {tag: {"type": "string"}},
+        "additionalProperties": False,
+    }
+    own = strings.pattern_regex(tag)
+    assert own in lower_json_schema(JsonSchema(schema)).pattern
+    instances = [
+        {}, {"id": 1}, {"t_en": "x"}, {"t_eng-Latn-abcde": "x"}, {"t_en": 1},
+        {"t_e": "x"}, {"t_en-latn": "x"}, {"id": 1, "t_fr-abcdefgh": "y"}, {"x": 1},
+    ]  # fmt: skip
+    verdicts = judged_by_the_validator(schema, instances)
+    assert any(verdicts) and not all(verdicts)
+    overlapping = dict(schema, properties={"t_en": {"type": "integer"}})
+    assert own not in lower_json_schema(JsonSchema(overlapping)).pattern
+    verdicts = judged_by_the_validator(overlapping, [{"t_en": 1}, {"t_en": "x"}, {"t_de": "x"}])
+    assert verdicts == [False, False, True]  # (t_en: an integer and a string at once)
