@@ -559,9 +559,10 @@ def _maskbench_section(results: Results) -> list[str]:
         "language spells them and tokenized by the vocabulary's tokenizer.",
         "",
         *table(["backend", "schemas", *keys], outcomes),
-        "Latency over the schemas that compiled. TTFM: time to first mask (compile and the "
-        "first `fill_mask` of a schema not seen before); TBM: time between masks (one "
-        "`fill_mask` and `update` per token, first visits included); the slowest step: "
+        "Latency over the schemas that compiled. TTFM: time to first mask (building the "
+        "spec, compiling it and the first `fill_mask`, for a schema not seen before); TBM: "
+        "time between masks (one `fill_mask` and `update` per token, first visits "
+        "included); the slowest step: "
         "each schema's slowest TBM, the median schema's, and how many schemas have no "
         f"step over {STALL_MS:g} ms (of those with a step).",
         "",

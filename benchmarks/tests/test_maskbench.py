@@ -133,6 +133,24 @@ def test_the_tokens_walked_are_the_instance_text(tmp_path, vocab):
     assert len(result.tbm_us) == sum(token_count(vocab, OBJECT, d) for d in data)
 
 
+def test_time_to_first_mask_counts_building_the_spec(tmp_path, vocab, monkeypatch):
+    """TTFM is what a request with a new schema waits: building the spec
+    (the meta-schema check) counts, as compiling and the first mask do."""
+    real = ca.JsonSchema
+
+    def slow_spec(schema, **options):
+        time.sleep(0.05)
+        return real(schema, **options)
+
+    path = write(tmp_path, "object", OBJECT, [({"a": 1}, True)])
+    backend = ca.get("fsm")
+    fast = maskbench.run_schema(backend, "fsm", vocab, path)
+    monkeypatch.setattr(ca, "JsonSchema", slow_spec)
+    slow = maskbench.run_schema(backend, "fsm", vocab, path)
+    assert fast.status == slow.status == "pass"
+    assert slow.ttfm_ms >= 50 and slow.ttfm_ms > fast.ttfm_ms + 40
+
+
 def test_unspellable_instances_are_skipped(tmp_path, monkeypatch):
     real = maskbench.instance_text
 
