@@ -5,6 +5,7 @@ it. Every installed backend honouring them: conformance/tests/test_edge_specs.py
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import threading
 
@@ -248,7 +249,9 @@ def test_resident_bytes_reads_this_process_after_a_fork():
     if pid == 0:  # the child: report growth in MiB, then leave at once
         try:
             before = budget_module.resident_bytes()
-            block = bytearray(128 << 20)
+            # (fresh pages of its own: a bytearray may reuse a free chunk of
+            # the parent's heap, resident already, after a long test run)
+            block = mmap.mmap(-1, 128 << 20)
             block[::4096] = b"x" * len(block[::4096])  # touch every page
             os.write(write, str((budget_module.resident_bytes() - before) >> 20).encode())
         finally:
