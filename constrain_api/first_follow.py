@@ -2,7 +2,9 @@
 
 :func:`first_and_follow` says which terminals can begin a sentence and which
 can come right after each terminal, as int bitmasks over the terminals'
-indices. Both are unions over relations between symbols ("A's first
+indices; :func:`deriving`, which symbols derive a string of given ones
+(the empty string, the terminals), which it and the grammar checks use.
+FIRST and FOLLOW are unions over relations between symbols ("A's first
 includes B's first", "t's follow includes A's follow"), closed in one pass
 each by :func:`digraph` (DeRemer and Pennello's algorithm, which the LALR(1)
 lookaheads use too): linear in the grammar, where the textbook fixed point
@@ -13,9 +15,12 @@ thousand of them optional members: 0.87 s).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Hashable, Iterable, Sequence
+from typing import TypeVar
 
-__all__ = ["digraph", "first_and_follow"]
+__all__ = ["deriving", "digraph", "first_and_follow"]
+
+H = TypeVar("H", bound=Hashable)
 
 
 def first_and_follow(
@@ -63,26 +68,42 @@ def first_and_follow(
 
 
 def _nullable(rules: list[tuple[int, list[int]]], n: int) -> list[bool]:
-    """Which symbols derive the empty string (a rule's left side is, once
-    every symbol of its right side is: counted down as they are found)."""
-    nullable = [False] * n
-    missing = [len(rhs) for _, rhs in rules]
-    used_in: list[list[int]] = [[] for _ in range(n)]  # symbol → its rules, once per occurrence
-    found = []
+    """Which symbols derive the empty string."""
+    empty = deriving(rules, ())
+    return [i in empty for i in range(n)]
+
+
+def deriving(rules: Iterable[tuple[H, Sequence[H]]], given: Collection[H]) -> set[H]:
+    """The left sides that derive a string of ``given`` symbols only (with
+    none given: the empty string): a rule's left side does once every
+    symbol of its right side does, counted down as they are found. Linear
+    in the rules, where repeating over every rule until nothing changes
+    is quadratic in a chain of them."""
+    rules = list(rules)
+    if not isinstance(given, set | frozenset | dict):
+        given = set(given)
+    missing: list[int] = []  # per rule, its symbols not yet known to derive
+    used_in: dict[H, list[int]] = {}  # symbol → its rules, once per occurrence
+    derived: set[H] = set()
+    found: list[H] = []
     for r, (lhs, rhs) in enumerate(rules):
+        count = 0
         for s in rhs:
-            used_in[s].append(r)
-        if not rhs and not nullable[lhs]:
-            nullable[lhs] = True
+            if s not in given:
+                used_in.setdefault(s, []).append(r)
+                count += 1
+        missing.append(count)
+        if not count and lhs not in derived:
+            derived.add(lhs)
             found.append(lhs)
     for s in found:  # (grows while it is walked)
-        for r in used_in[s]:
+        for r in used_in.get(s, ()):
             missing[r] -= 1
             lhs = rules[r][0]
-            if not missing[r] and not nullable[lhs]:
-                nullable[lhs] = True
+            if not missing[r] and lhs not in derived:
+                derived.add(lhs)
                 found.append(lhs)
-    return nullable
+    return derived
 
 
 def digraph(relation: list[list[int]], base: list[int]) -> list[int]:

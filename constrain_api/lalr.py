@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from .first_follow import digraph
+from .first_follow import deriving, digraph
 
 __all__ = ["END", "LALRTables", "NotLALR", "lalr_tables"]
 
@@ -112,14 +112,8 @@ class _Builder:
         self.predict = self._predictions()
 
     def _nullable(self) -> list[bool]:
-        nullable = [False] * self.n
-        changed = True
-        while changed:
-            changed = False
-            for a, rhs in zip(self.lhs, self.rhs, strict=True):
-                if not nullable[a] and all(s < self.n and nullable[s] for s in rhs):
-                    nullable[a] = changed = True
-        return nullable
+        empty = deriving(zip(self.lhs, self.rhs, strict=True), ())
+        return [a in empty for a in range(self.n)]
 
     def _predictions(self) -> list[tuple[int, ...]]:
         """Per non-terminal, the initial items of every rule its closure adds

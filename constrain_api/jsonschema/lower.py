@@ -661,8 +661,12 @@ class Lowerer:
                 (s1, e1), (s2, e2) = live[i], live[j]
                 if _disjoint_by_schema(s1, s2):
                     continue
-                if isinstance(e1, Rx) and isinstance(e2, Rx) and not _meet(e1, e2, limit):
-                    continue
+                if isinstance(e1, Rx) and isinstance(e2, Rx):
+                    meet = _meet(
+                        e1, e2, limit, lambda i=i, j=j: dfa(i).intersect(dfa(j), max_states=limit)
+                    )
+                    if not meet:
+                        continue
                 overlapping = True
         if not overlapping:
             return either(*(e for _, e in live))
@@ -1620,21 +1624,19 @@ def _name_automaton(pattern: str, where: str, max_states: int) -> tuple[ByteDFA,
     return ByteDFA.from_regex(text, max_states=max_states), text
 
 
-def _meet(a: Rx, b: Rx, limit: int) -> bool:
+def _meet(a: Rx, b: Rx, limit: int, product: Callable[[], ByteDFA]) -> bool:
     """Whether some text is in both languages (``True`` where that is past
     the bounds): their product searched on the lazy automata's terms
     (``has_string``: it stops at the first text in both, and walks only the
-    pairs of states the two reach together), else on their minimal automata."""
+    pairs of states the two reach together), else ``product()``, the
+    intersection of their minimal automata, built."""
     try:
         return has_string(Intersect(a.ast(), b.ast()), max_states=limit)
     except CompileLimitExceeded as e:
         if is_budget_error(e):
             raise
     try:
-        dfa = ByteDFA.from_regex(a.text, max_states=limit, node=a.ast())
-        return not dfa.intersect(
-            ByteDFA.from_regex(b.text, max_states=limit, node=b.ast()), max_states=limit
-        ).is_empty()
+        return not product().is_empty()
     except CompileLimitExceeded as e:
         if is_budget_error(e):
             raise

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..automata import DEFAULT_MAX_STATES, ByteDFA, LazyDFA, Node, dfa_to_node
 from ..errors import ConstraintError, UnsupportedConstraint
+from ..first_follow import deriving
 from ..grammar import GrammarIR, Rule, Terminal
 
 RuleText = tuple[str, tuple[str, ...]]  # (lhs, rhs symbol names)
@@ -129,33 +130,12 @@ def productive_rules(
 ) -> list[RuleText]:
     """The rules whose symbols all derive some string of ``terminals``
     (terminals missing from ``terminals`` derive none). Raises
-    ``ConstraintError`` when ``start`` derives no string at all. Linear in
-    the rules: a rule's left side is productive once the last of its
-    right side's symbols is found to be (counted down as they are found)."""
+    ``ConstraintError`` when ``start`` derives no string at all (linear in
+    the rules: ``first_follow.deriving``)."""
     rules = list(rules)
     if not isinstance(terminals, set | frozenset | dict):
         terminals = set(terminals)
-    missing: list[int] = []  # per rule, its symbols not yet known to derive a string
-    used_in: dict[str, list[int]] = {}  # symbol → its rules, once per occurrence
-    productive: set[str] = set()
-    found: list[str] = []
-    for r, (lhs, rhs) in enumerate(rules):
-        count = 0
-        for s in rhs:
-            if s not in terminals:
-                used_in.setdefault(s, []).append(r)
-                count += 1
-        missing.append(count)
-        if not count and lhs not in productive:
-            productive.add(lhs)
-            found.append(lhs)
-    for s in found:  # (grows while it is walked)
-        for r in used_in.get(s, ()):
-            missing[r] -= 1
-            lhs = rules[r][0]
-            if not missing[r] and lhs not in productive:
-                productive.add(lhs)
-                found.append(lhs)
+    productive = deriving(rules, terminals)
     if start not in productive:
         raise ConstraintError("grammar", f"rule {start!r} derives no string")
     return [(lhs, rhs) for lhs, rhs in rules if all(s in terminals or s in productive for s in rhs)]
