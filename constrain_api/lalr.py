@@ -18,15 +18,21 @@ pointers, symbol objects and sets of them; items, states and symbols here
 are small integers and terminal sets are int bitmasks, 4-40 times faster.
 (No maintained PyPI package builds LALR tables in compiled code.)
 
-Conflicts are refused, never resolved: a shift/reduce or reduce/reduce
-conflict (or a duplicated rule, or a symbol that is neither a terminal nor
-the left side of a rule) raises :class:`NotLALR`.
+Conflicts are never resolved: a shift/reduce or reduce/reduce conflict
+raises :class:`NotLALR`, unless ``conflicts=True`` keeps them, every action of
+a conflicted entry in :attr:`LALRTables.conflicts`, for a parser that
+follows them all (``constrain_api.lr``'s general mode: a nondeterministic LR
+parser, exact on any such grammar). Kept conflicts need a grammar without
+*hidden left recursion* (``A → B A …`` with ``B`` deriving the empty
+string), where that parser could reduce the empty ``B`` without end; such a
+grammar raises :class:`NotLALR` all the same. A duplicated rule, or a symbol
+that is neither a terminal nor the left side of a rule, always raises it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .first_follow import deriving, digraph
 
@@ -46,20 +52,30 @@ class NotLALR(Exception):
 @dataclass(frozen=True, slots=True)
 class LALRTables:
     """``actions[state][symbol]``; ``start`` the initial state; ``end`` the
-    state reached by the start symbol from ``start`` (a whole sentence read)."""
+    state reached by the start symbol from ``start`` (a whole sentence read);
+    ``conflicts[state][terminal]``: every action of an entry with several
+    (the shift first, then the reductions by rule order; ``actions`` holds
+    the first of them), empty unless the tables were built with
+    ``conflicts=True``."""
 
     actions: dict[int, dict[str, Action]]
     start: int
     end: int
+    conflicts: dict[int, dict[str, tuple[Action, ...]]] = field(default_factory=dict)
 
 
 def lalr_tables(
-    rules: Sequence[tuple[str, Sequence[str]]], terminals: Collection[str], start: str
+    rules: Sequence[tuple[str, Sequence[str]]],
+    terminals: Collection[str],
+    start: str,
+    *,
+    conflicts: bool = False,
 ) -> LALRTables:
     """The LALR(1) tables of ``rules`` from ``start`` (names in ``terminals``
     are terminals; every other name must be some rule's left side).
-    States are numbered in breadth-first order from the start state (0)."""
-    return _Builder(rules, terminals, start).tables()
+    States are numbered in breadth-first order from the start state (0).
+    ``conflicts=True`` keeps conflicts instead of raising (module docstring)."""
+    return _Builder(rules, terminals, start).tables(keep_conflicts=conflicts)
 
 
 class _Builder:
@@ -132,7 +148,7 @@ class _Builder:
             out.append(tuple(base[r] for b in reached for r in by_lhs[b]))
         return out
 
-    def tables(self) -> LALRTables:
+    def tables(self, keep_conflicts: bool = False) -> LALRTables:
         n, item_next, predict = self.n, self.item_next, self.predict
         kernels: dict[tuple[int, ...], int] = {(0,): 0}
         closures: list[tuple[int, ...]] = []
@@ -165,7 +181,7 @@ class _Builder:
             goto.append(out)
         self.goto, self.closures = goto, closures
         lookaheads = self._lookaheads()
-        return self._actions(lookaheads)
+        return self._actions(lookaheads, keep_conflicts)
 
     def _lookaheads(self) -> dict[tuple[int, int], int]:
         """``(state, rule) → terminal bitmask`` for each completed item."""
@@ -212,13 +228,14 @@ class _Builder:
             out[(q, r)] = bits
         return out
 
-    def _actions(self, lookaheads: dict[tuple[int, int], int]) -> LALRTables:
+    def _actions(self, lookaheads: dict[tuple[int, int], int], keep: bool) -> LALRTables:
         n, names, lhs, rhs = self.n, self.names, self.lhs, self.rhs
         actions: dict[int, dict[str, Action]] = {
             p: {names[s]: (True, q) for s, q in moves.items()} for p, moves in enumerate(self.goto)
         }
         reduced: dict[tuple[int, int], int] = {}  # (state, terminal) → rule
         collisions = []
+        kept: dict[int, dict[str, tuple[Action, ...]]] = {}
         for (q, r), bits in sorted(lookaheads.items()):
             row = actions[q]
             reduce = (False, (names[lhs[r]], len(rhs[r])))
@@ -227,14 +244,18 @@ class _Builder:
                 t = low.bit_length() - 1 + n
                 bits ^= low
                 name = names[t]
-                if (q, t) in reduced:
-                    collisions.append((name, reduced[(q, t)], r))
-                    continue
                 if name in row:
-                    raise NotLALR(
-                        f"Shift/Reduce conflict for terminal {name}: shift it or reduce "
-                        f"{self._rule_text(r)}"
-                    )
+                    if not keep:
+                        if (q, t) in reduced:
+                            collisions.append((name, reduced[(q, t)], r))
+                            continue
+                        raise NotLALR(
+                            f"Shift/Reduce conflict for terminal {name}: shift it or reduce "
+                            f"{self._rule_text(r)}"
+                        )
+                    entry = kept.setdefault(q, {})
+                    entry[name] = (*entry.get(name, (row[name],)), reduce)
+                    continue
                 reduced[(q, t)] = r
                 row[name] = reduce
         if collisions:
@@ -244,8 +265,38 @@ class _Builder:
                 f"{self._rule_text(a)} and {self._rule_text(b)}"
                 + (f" (and {len(collisions) - 1} more)" if len(collisions) > 1 else "")
             )
+        if kept:
+            self._check_no_hidden_left_recursion()
         end = self.goto[0][rhs[0][0]]
-        return LALRTables(actions, 0, end)
+        return LALRTables(actions, 0, end, kept)
+
+    def _check_no_hidden_left_recursion(self) -> None:
+        """``NotLALR`` when some ``A → B₁…Bₖ C …`` (``k ≥ 1``, every ``Bᵢ``
+        nullable) has ``C`` deriving a string that begins with ``A``: a parser
+        following every action could then reduce the empty ``B``s forever."""
+        n, nullable = self.n, self.nullable
+        begins: list[list[int]] = [[] for _ in range(n)]  # A → C: C may begin A's string
+        hidden = []
+        for a, body in zip(self.lhs, self.rhs, strict=True):
+            for k, s in enumerate(body):
+                if s >= n:
+                    break
+                begins[a].append(s)
+                if k:
+                    hidden.append((a, s, body))
+                if not nullable[s]:
+                    break
+        reached = digraph(begins, [1 << a for a in range(n)])  # bit A: reachable from C
+        for a, c, body in hidden:
+            if reached[c] >> a & 1:
+                raise NotLALR(
+                    f"hidden left recursion: {self.names[a]} -> "
+                    + " ".join(self.names[s] for s in body)
+                    + f" begins with symbols deriving the empty string, then {self.names[c]},"
+                    " which derives a string beginning with "
+                    f"{self.names[a]} (a parser following every conflicting action "
+                    "could reduce the empty symbols without end)"
+                )
 
     def _rule_text(self, r: int) -> str:
         names = self.names

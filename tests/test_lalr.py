@@ -261,3 +261,114 @@ def test_deep_grammars_need_no_recursion():
     assert accepts(table, ("B",) * depth + ("A",))
     assert not accepts(table, ("B",) * (depth + 1) + ("A",))
     assert not accepts(table, ("B", "B"))
+
+
+# ------------------------------------------------- conflicts kept (general mode)
+
+
+def accepts_general(table: LRTable, text: tuple[str, ...]) -> bool:
+    stacks = {table.start}
+    for t in text:
+        stacks = {fed for stack in stacks for fed in table.feed_all(stack, t)}
+    return any(table.accepts_end(stack) for stack in stacks)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars())
+def test_random_grammars_with_conflicts_kept_accept_their_language(rules):
+    """Tables that keep their conflicts, driven along every action, accept
+    exactly the grammar's sentences, ambiguous grammars included, and reach
+    some stack after every prefix of a sentence; a grammar whose tables have
+    no conflicts gets the same tables as without ``conflicts=True``; only
+    hidden left recursion is refused (and never a grammar without conflicts)."""
+    try:
+        plain = lalr_tables(rules, set(TERMINALS), "start")
+    except NotLALR:
+        plain = None
+    try:
+        kept = lalr_tables(rules, set(TERMINALS), "start", conflicts=True)
+    except NotLALR as e:
+        assert "hidden left recursion" in str(e) and plain is None
+        return
+    if plain is not None:
+        assert kept == plain and not kept.conflicts
+    else:
+        assert kept.conflicts
+    if not productive(rules):
+        return
+    table = LRTable(rules, set(TERMINALS), "start", general=True)
+    language = sentences(rules, "start", 6)
+    for n in range(5):
+        for text in itertools.product(TERMINALS, repeat=n):
+            assert accepts_general(table, text) is (text in language), text
+    for sentence in language:
+        stacks = {table.start}
+        for t in sentence:
+            stacks = {fed for stack in stacks for fed in table.feed_all(stack, t)}
+            assert stacks, sentence
+
+
+def test_kept_conflicts_list_every_action_shift_first():
+    # start → x | y; x → A; y → A; z-free: reduce/reduce on the end
+    rules = [("start", ("x",)), ("start", ("y",)), ("x", ("A",)), ("y", ("A",))]
+    tables = lalr_tables(rules, {"A"}, "start", conflicts=True)
+    ((state, row),) = tables.conflicts.items()
+    assert row == {END: ((False, ("x", 1)), (False, ("y", 1)))}
+    assert tables.actions[state][END] == (False, ("x", 1))
+    # start → x B; x → A | A B B: shift B, or reduce x → A
+    rules = [("start", ("x", "B")), ("x", ("A",)), ("x", ("A", "B", "B"))]
+    tables = lalr_tables(rules, {"A", "B"}, "start", conflicts=True)
+    ((state, row),) = tables.conflicts.items()
+    ((first, reduce),) = row.values()
+    assert first[0] is True and reduce == (False, ("x", 1))
+    table = LRTable(rules, {"A", "B"}, "start", general=True)
+    assert not table.deterministic and table.num_conflicts == 1
+    assert accepts_general(table, ("A", "B")) and accepts_general(table, ("A", "B", "B", "B"))
+    assert not accepts_general(table, ("A", "B", "B"))
+    assert table.expected(table.feed_all(table.start, "A")[0]) == {"B"}
+    with pytest.raises(ValueError, match="feed_all"):
+        table.feed(table.start, "A")
+
+
+def test_hidden_left_recursion_is_refused_with_conflicts_kept():
+    """``start → n start C | D``, ``n → ε``: after ``D`` a parser following
+    every action could reduce ``n → ε`` any number of times (one per ``C``
+    still to come): refused, naming it, rather than looping."""
+    rules = [("start", ("n", "start", "C")), ("start", ("D",)), ("n", ())]
+    with pytest.raises(NotLALR, match=r"Shift/Reduce|Reduce/Reduce"):
+        lalr_tables(rules, {"C", "D"}, "start")
+    with pytest.raises(NotLALR, match="hidden left recursion: start -> n start C"):
+        lalr_tables(rules, {"C", "D"}, "start", conflicts=True)
+    with pytest.raises(ca.UnsupportedConstraint, match="hidden left recursion") as e:
+        ca.lalr_table(rules, {"C", "D"}, "start", backend="test", general=True)
+    assert e.value.backend == "test"
+    # plain left recursion is no such thing: start → start C | D, ambiguous besides
+    rules = [
+        ("start", ("start", "C")),
+        ("start", ("D",)),
+        ("start", ("start", "C", "n")),
+        ("n", ()),
+    ]
+    table = LRTable(rules, {"C", "D"}, "start", general=True)
+    assert not table.deterministic
+    assert accepts_general(table, ("D", "C", "C")) and not accepts_general(table, ("C",))
+
+
+def test_a_feed_exploring_too_many_parses_stops(monkeypatch):
+    """``sᵢ → e sᵢ₊₁ | f sᵢ₊₁`` (``e``, ``f`` empty), ``sₖ → A``: before
+    ``A`` every choice of the k empty symbols is a parse with a stack of its
+    own, 2^k of them. Past ``MAX_STACKS`` the feed raises
+    ``CompileLimitExceeded`` instead of exploring them all."""
+    import constrain_api.lr as lr
+
+    k = 8
+    rules = [("start", ("s0",)), (f"s{k}", ("A",)), ("e", ()), ("f", ())]
+    for i in range(k):
+        rules += [(f"s{i}", ("e", f"s{i + 1}")), (f"s{i}", ("f", f"s{i + 1}"))]
+    table = LRTable(rules, {"A"}, "start", general=True)
+    fed = table.feed_all(table.start, "A")
+    assert len(fed) == 2**k and all(table.accepts_end(stack) for stack in fed)
+    monkeypatch.setattr(lr, "MAX_STACKS", 64)
+    table = LRTable(rules, {"A"}, "start", general=True)
+    with pytest.raises(ca.CompileLimitExceeded, match="lr_stacks=64"):
+        table.feed_all(table.start, "A")

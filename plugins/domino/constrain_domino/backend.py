@@ -99,10 +99,16 @@ class DominoCompiler(BaseCompiler):
         return self._compiled(spec, ScannerGrammar.from_reduced(reduced))
 
     def _compiled(self, spec, grammar: ScannerGrammar) -> DominoCompiled:
-        lr = lalr_table(grammar.rules, grammar.names, grammar.start, backend=self.name)
+        lr = lalr_table(
+            grammar.rules, grammar.names, grammar.start, backend=self.name, general=True
+        )
         stats = CompileStats(
             states=sum(d.num_states for d in grammar.dfas),
-            extra={"terminals": len(grammar.names), "lr_states": lr.num_states},
+            extra={
+                "terminals": len(grammar.names),
+                "lr_states": lr.num_states,
+                "lr_conflicts": lr.num_conflicts,
+            },
         )
         backend = self.backend
         return DominoCompiled(
@@ -307,19 +313,19 @@ class DominoCompiled(BaseCompiled):
         for byte in data:
             out = set()
             for stack, t, q in state:
+                stacks = (stack,)
                 if t >= 0:
                     q2 = rows[t][q][byte]
                     if q2 >= 0:
                         out.add((stack, t, q2))
                     if not accept[t][q]:
                         continue
-                    if t not in ignore:
-                        stack = lr.feed(stack, names[t])
-                        if stack is None:
-                            continue
-                for u, qu in first[byte]:
-                    if u in ignore or lr.feed(stack, names[u]) is not None:
-                        out.add((stack, u, qu))
+                    if t not in ignore:  # (several stacks where the grammar has conflicts)
+                        stacks = lr.feed_all(stack, names[t])
+                for fed in stacks:
+                    for u, qu in first[byte]:
+                        if u in ignore or lr.feed_all(fed, names[u]):
+                            out.add((fed, u, qu))
             if not out:
                 return None
             state = frozenset(out)
@@ -347,10 +353,10 @@ class DominoCompiled(BaseCompiled):
             if t < 0 or (g.accept[t][q] and t in g.ignore):
                 if lr.accepts_end(stack):
                     return True
-            elif g.accept[t][q]:
-                done = lr.feed(stack, g.names[t])
-                if done is not None and lr.accepts_end(done):
-                    return True
+            elif g.accept[t][q] and any(
+                lr.accepts_end(done) for done in lr.feed_all(stack, g.names[t])
+            ):
+                return True
         return False
 
     # -- the speculative model (DOMINO §3.4) ---------------------------------------------
@@ -424,7 +430,7 @@ class DominoCompiled(BaseCompiled):
                 else:
                     few.append(free)
             for t, tokens in tree.checked[node]:
-                if lr.feed(stack, names[t]) is not None:
+                if lr.feed_all(stack, names[t]):
                     if tokens.size == width:
                         words |= tokens
                     else:
@@ -432,8 +438,7 @@ class DominoCompiled(BaseCompiled):
             if k is not None and depth >= k:
                 continue
             for t, child in tree.children[node]:
-                nxt = lr.feed(stack, names[t])
-                if nxt is not None:
+                for nxt in lr.feed_all(stack, names[t]):  # (one, where no conflicts)
                     todo.append((child, nxt, depth + 1))
         if few:
             set_bits(words.view(np.uint32), few[0] if len(few) == 1 else np.concatenate(few))
