@@ -37,6 +37,7 @@ from constrain_api import (
     BaseCompiled,
     BaseCompiler,
     Capabilities,
+    CompileLimitExceeded,
     CompileStats,
     LazyDFA,
     LRTable,
@@ -70,6 +71,12 @@ def _remember(memo: dict, key, value):
 
 #: the default bound on the bytes of tree masks a compiled constraint keeps
 TREE_BYTES = 256 * 2**20
+
+#: The most configurations one state may hold where the grammar has
+#: conflicts (its parses alive at once: an ambiguous grammar's grow with
+#: the text, ``e: e "+" e`` by the Catalan numbers); past it the step raises
+#: ``CompileLimitExceeded("parses")``. Grammars without conflicts are not bounded.
+MAX_PARSES = 1024
 
 Config = tuple[Stack, int, int]  # (parser stack, terminal or -1 at the boundary, dfa state)
 State = frozenset  # of Config
@@ -328,6 +335,13 @@ class DominoCompiled(BaseCompiled):
                             out.add((fed, u, qu))
             if not out:
                 return None
+            if len(out) > MAX_PARSES and not lr.deterministic:
+                raise CompileLimitExceeded(
+                    "parses",
+                    MAX_PARSES,
+                    len(out),
+                    "configurations alive at once: the grammar is ambiguous past the bound",
+                )
             state = frozenset(out)
         return state
 

@@ -274,6 +274,23 @@ def test_maskbench_schemas_with_conflicts_equal_the_oracle(vocab, naive, stem):
         assert result.exact, result.describe(vocab)
 
 
+def test_parses_alive_at_once_are_bounded(vocab):
+    """Every bracketing of a sum of products is a parse with a stack of its
+    own (Catalan numbers of them): past ``MAX_PARSES`` configurations the
+    step raises ``CompileLimitExceeded`` and the checker stays where it was."""
+    from constrain_domino import backend
+
+    grammar = 'start: e\ne: e "+" e | e "*" e | "1"'
+    checker = ca.get("domino").compile(ca.Grammar(grammar), vocab).checker()
+    tokens = vocab.encode("1+1*" * 40 + "1")
+    with pytest.raises(ca.CompileLimitExceeded, match="parses=1024") as e:
+        for token in tokens:
+            before = checker.state
+            checker.update([token])
+    assert e.value.value > backend.MAX_PARSES >= len(before)
+    assert checker.state == before and checker.mask().allowed_ids().size > 0
+
+
 def test_errors(vocab):
     domino = ca.get("domino")
     # conflicts are followed (above), hidden left recursion refused by name
