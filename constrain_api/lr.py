@@ -66,7 +66,7 @@ def lalr_table(
         return LRTable(list(rules), set(terminals), start, general=general)
     except NotLALR as e:
         construct = "a grammar that is not LALR(1)"
-        if general:
+        if general and "hidden left recursion" in str(e):
             construct = "a grammar with conflicts and hidden left recursion"
         raise UnsupportedConstraint(backend, construct, str(e)) from e
 

@@ -341,7 +341,10 @@ def test_hidden_left_recursion_is_refused_with_conflicts_kept():
         lalr_tables(rules, {"C", "D"}, "start", conflicts=True)
     with pytest.raises(ca.UnsupportedConstraint, match="hidden left recursion") as e:
         ca.lalr_table(rules, {"C", "D"}, "start", backend="test", general=True)
-    assert e.value.backend == "test"
+    assert e.value.backend == "test" and "conflicts and hidden" in e.value.construct
+    with pytest.raises(ca.UnsupportedConstraint, match="given twice") as e:  # (not that)
+        ca.lalr_table([("start", ("C",))] * 2, {"C"}, "start", backend="test", general=True)
+    assert e.value.construct == "a grammar that is not LALR(1)"
     # plain left recursion is no such thing: start → start C | D, ambiguous besides
     rules = [
         ("start", ("start", "C")),
