@@ -731,6 +731,16 @@ class Lowerer:
                     once.append(v)
         return either(*(self.literal(v) for v in once)) if once else NOTHING
 
+    def _merged_all_of(self, s: Any, where: str) -> Any:
+        """``s`` with its ``allOf`` merged in (``_flatten``: the same values),
+        or ``s`` itself where the members have no merge (two patterns...)."""
+        if not isinstance(s, dict) or "allOf" not in s:
+            return s
+        try:
+            return self._flatten(dict(s), where)
+        except UnsupportedConstraint:
+            return s
+
     def _exclusive_by_type(self, schemas: list[Any], where: str) -> Expr | None:
         """The ``oneOf`` of ``schemas`` one JSON type at a time, or ``None``
         where some type's branches may overlap. A value of type T matches
@@ -740,7 +750,9 @@ class Lowerer:
         none takes every T and it matches one of the T-restricted branches,
         made exclusive (pairwise disjoint already, by members, or by the ways
         each fails the others). Two branches that take every T leave no T at
-        all."""
+        all. Branches are compared with their ``allOf`` merged in (the types
+        and members its references bring)."""
+        schemas = [self._merged_all_of(s, where) for s in schemas]
         parts = []
         for tau in _TYPES:
             roles = [_role_on_type(s, tau) for s in schemas]
@@ -761,7 +773,9 @@ class Lowerer:
                     ]
                     every["properties"] = dict.fromkeys(named, True)
                 exclusive = _exclusive_failing([every, *only], tau)
-            elif all(_disjoint_by_schema(a, b) for a, b in itertools.combinations(only, 2)):
+            elif all(
+                _disjoint_by_schema(a, b, self._judged) for a, b in itertools.combinations(only, 2)
+            ):
                 parts += [self.lower(s, where) for s in only]
                 continue
             elif tau == "object":
@@ -1092,6 +1106,18 @@ class Lowerer:
             self._validation = (cls, registry, checker)
         cls, registry, checker = self._validation
         return cls(_absolute_refs(schema), registry=registry, format_checker=checker)
+
+    def _judged(self, schema: Any, values: list) -> list:
+        """The ``values`` that ``schema`` (a part of this document) accepts,
+        by the validator; all of them where it cannot judge (a marker of the
+        lowering's own, an unusable keyword): never fewer than it accepts."""
+        if not isinstance(schema, dict) or _has_marker(schema):
+            return values
+        try:
+            validator = self._validator_for(schema)
+            return [v for v in values if validator.is_valid(v)]
+        except Exception:  # (an unresolvable reference, an unusable keyword)
+            return values
 
     def literal(self, value: Any) -> Expr:
         """Exactly the JSON text of ``value`` (numbers in their equal spellings)."""
@@ -1790,6 +1816,31 @@ def _json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _same_schema(a: Any, b: Any) -> bool:
+    """Whether two schemas are the same up to annotations (``description``,
+    ``title``...), so that they accept the same values: the same validating
+    keywords, subschemas compared this way, other values as JSON. ``False``
+    may still be two schemas of one language; ``True`` never is two."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return _json_equal(a, b)
+    keys = set(a) - _annotations(a)
+    if keys != set(b) - _annotations(b):
+        return False
+    for key in keys:
+        x, y, kind = a[key], b[key], SCHEMA_KEYWORDS.get(key)
+        if kind == "map" and isinstance(x, dict) and isinstance(y, dict):
+            same = x.keys() == y.keys() and all(_same_schema(x[k], y[k]) for k in x)
+        elif kind is not None and isinstance(x, list) and isinstance(y, list):
+            same = len(x) == len(y) and all(map(_same_schema, x, y))
+        elif kind in ("schema", "schema_or_list"):
+            same = _same_schema(x, y)
+        else:
+            same = _json_equal(x, y)
+        if not same:
+            return False
+    return True
+
+
 def _without_list(s: dict, listing: dict) -> dict:
     """``s`` with the ``enum``/``const`` of ``listing`` (``s`` itself or a
     branch of its ``allOf``) left out."""
@@ -1836,8 +1887,11 @@ def _declared_types(s: dict) -> set[str]:
     return {t} if isinstance(t, str) else set(t)
 
 
-def _disjoint_by_schema(a: Any, b: Any) -> bool:
-    """Whether no value can satisfy both (cheap sufficient checks only)."""
+def _disjoint_by_schema(a: Any, b: Any, judged: Callable[[Any, list], list] | None = None) -> bool:
+    """Whether no value can satisfy both (cheap sufficient checks only).
+    ``judged(schema, values)``: the values the schema accepts (a required
+    member's listed values are then those its other keywords let through:
+    ``{"enum": [...], "pattern": "final"}``)."""
     if not isinstance(a, dict) or not isinstance(b, dict):
         return a is False or b is False
     ta, tb = _value_types(a), _value_types(b)
@@ -1849,6 +1903,8 @@ def _disjoint_by_schema(a: Any, b: Any) -> bool:
             if name in a.get("required", []) and name in b.get("required", []):
                 ea, eb = _listed_values(pa[name]), _listed_values(pb[name])
                 known = ea is not None and eb is not None
+                if known and judged is not None:
+                    ea, eb = judged(pa[name], ea), judged(pb[name], eb)
                 if known and not any(_json_equal(x, y) for x in ea for y in eb):
                     return True
     if ("enum" in a or "const" in a) and ("enum" in b or "const" in b):
@@ -2229,6 +2285,8 @@ def _ways_to_fail(
     for name, sub in theirs.items():
         if not present(name) or _takes_all(sub):
             continue
+        if name in mine and _same_schema(mine[name], sub):
+            continue  # (the same subschema: no value of i's fails j's; its negation unneeded)
         if sub is False:
             if name in have:
                 return [True]

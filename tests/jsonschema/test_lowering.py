@@ -512,6 +512,63 @@ ONE_OF_BY_TYPE_CASES = [
     ),
     ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, [1, 1.0, 1.5, -2, "x"]),
     (
+        {  # open branches sharing a member whose schema (the same but for its
+           # annotations) has no negation here: no value fails one and not the other
+            "oneOf": [
+                {"type": "object", "required": ["command"],
+                 "properties": {"command": {"type": "string"},
+                                "title": {"description": "A", "oneOf": [{"type": "string"}]}}},
+                {"type": "object", "required": ["run"],
+                 "properties": {"run": {"type": "array", "items": {"type": "string"}},
+                                "title": {"title": "B", "oneOf": [{"type": "string"}]}}},
+            ],
+        },
+        [{"command": "a"}, {"run": ["a"]}, {"command": "a", "run": ["b"]},
+         {"command": "a", "run": 3}, {"command": "a", "title": "t"}, {"command": "a", "title": 3},
+         {"run": ["a"], "command": 1}, {"run": [], "title": "t", "command": None}, {}, "s"],
+    ),
+    (
+        {  # a branch's type and members come from its allOf's reference: merged first
+            "$defs": {"ref": {"type": "object", "properties": {"ref": {"type": "string"}},
+                              "required": ["ref"], "additionalProperties": False}},
+            "oneOf": [
+                {"type": "object", "additionalProperties": False,
+                 "properties": {"name": {"type": "string"}, "ref": {"type": "string"}}},
+                {"allOf": [{"$ref": "#/$defs/ref"}, {"properties": {"ref": {"minLength": 1}}}]},
+            ],
+        },
+        [{}, {"name": "x"}, {"ref": "a"}, {"ref": ""}, {"name": "x", "ref": "a"}, {"ref": 1},
+         {"ref": "a", "other": 0}, "s", 3, None],
+    ),
+    (
+        {  # a required member's listed values, as its other keywords filter them, apart
+            "type": "object",
+            "oneOf": [
+                {"required": ["kind"], "properties": {  # (x's negation: not expressible)
+                    "x": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+                    "kind": {"enum": ["a", "b"], "pattern": "a"}}},
+                {"required": ["kind"], "properties": {
+                    "x": {"anyOf": [{"type": "string"}, {"type": "boolean"}]},
+                    "kind": {"allOf": [{"enum": ["a", "b"]}, {"pattern": "b"}]}}},
+            ],
+        },
+        [{"kind": "a", "x": 3}, {"kind": "b", "x": True}, {"kind": "a", "x": True},
+         {"kind": "b", "x": 3}, {"kind": "a", "x": "s"}, {"kind": "b", "x": "s"}, {"kind": "a"},
+         {"kind": "c"}, {"kind": "ab"}, {"x": 1}, {}],
+    ),
+    (
+        {  # a member named like an annotation keyword, with different schemas: compared
+            "type": "object",
+            "oneOf": [
+                {"required": ["a"], "properties": {"description": {"type": "string"}}},
+                {"required": ["b"], "properties": {"description": {"type": "number"}}},
+            ],
+        },
+        [{"a": 1}, {"b": 1}, {"a": 1, "b": 1}, {"a": 1, "b": 1, "description": "x"},
+         {"a": 1, "b": 1, "description": 2}, {"a": 1, "description": 2}, {"b": 1, "description": 2},
+         {"a": 1, "b": 1, "description": None}],
+    ),
+    (
         {  # an open branch requiring a member a closed branch excludes: apart
             "oneOf": [
                 {"properties": {"src": {"type": "string"}}, "required": ["src"]},
