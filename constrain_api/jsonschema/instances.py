@@ -55,8 +55,9 @@ def _others_named(index, schema, pointer, instance, depth) -> list[str]:
     name (each member, then what it requires), those its ``if``/``then``/
     ``else`` declare or require, those the branches of its ``oneOf`` other
     than the one ``instance`` matches first do (in branch order), those its
-    ``not`` does. Where the lowering does not declare them they are
-    additional members, in any order."""
+    ``not`` does, then those its ``not``'s ``anyOf``/``oneOf`` branches do.
+    Where the lowering does not declare them they are additional members,
+    in any order."""
     if not isinstance(schema, dict):
         return []
     names: list[str] = []
@@ -84,7 +85,16 @@ def _others_named(index, schema, pointer, instance, depth) -> list[str]:
         _collect(index, branch, f"{pointer}/oneOf/{i}", instance, depth + 1, own, [])
         for s, _ in own:
             add(members(s))
-    add(members(schema.get("not")))
+    neg = schema.get("not")
+    add(members(neg))
+    key = "anyOf" if isinstance(neg, dict) and "anyOf" in neg else "oneOf"
+    for i, branch in enumerate(neg.get(key, []) if isinstance(neg, dict) else []):
+        # (each branch merged, as the lowering reads it: declared, then required)
+        own = []
+        _collect(index, branch, f"{pointer}/not/{key}/{i}", instance, depth + 1, own, [])
+        parts = [s for s, _ in own if isinstance(s, dict)]
+        add([n for s in parts for n in s.get("properties", {})])
+        add([n for s in parts for n in s.get("required", [])])
     return names
 
 

@@ -731,15 +731,26 @@ class Lowerer:
                     once.append(v)
         return either(*(self.literal(v) for v in once)) if once else NOTHING
 
-    def _merged_all_of(self, s: Any, where: str) -> Any:
+    def _merged_all_of(self, s: Any, where: str, strict: bool = False) -> Any:
         """``s`` with its ``allOf`` merged in (``_flatten``: the same values),
-        or ``s`` itself where the members have no merge (two patterns...)."""
+        or ``s`` itself where the members have no merge (two patterns...;
+        ``strict``: ``UnsupportedConstraint`` then)."""
         if not isinstance(s, dict) or "allOf" not in s:
             return s
         try:
             return self._flatten(dict(s), where)
         except UnsupportedConstraint:
+            if strict:
+                raise
             return s
+
+    def _resolved(self, s: Any, where: str) -> Any:
+        """``s`` with its top-level ``$ref`` and its ``allOf`` merged in (a
+        branch as ``_failures`` reads it), or ``None`` where they have no merge."""
+        try:
+            return self._merged_all_of(self._expand(s, where), where, strict=True)
+        except UnsupportedConstraint:
+            return None
 
     def _exclusive_by_type(self, schemas: list[Any], where: str) -> Expr | None:
         """The ``oneOf`` of ``schemas`` one JSON type at a time, or ``None``
@@ -753,6 +764,7 @@ class Lowerer:
         all. Branches are compared with their ``allOf`` merged in (the types
         and members its references bring)."""
         schemas = [self._merged_all_of(s, where) for s in schemas]
+        resolve = functools.partial(self._resolved, where=where)
         parts = []
         for tau in _TYPES:
             roles = [_role_on_type(s, tau) for s in schemas]
@@ -772,7 +784,7 @@ class Lowerer:
                         n for b in only for n in [*b.get("properties", {}), *b.get("required", [])]
                     ]
                     every["properties"] = dict.fromkeys(named, True)
-                exclusive = _exclusive_failing([every, *only], tau)
+                exclusive = _exclusive_failing([every, *only], tau, resolve)
             elif all(
                 _disjoint_by_schema(a, b, self._judged) for a, b in itertools.combinations(only, 2)
             ):
@@ -785,7 +797,7 @@ class Lowerer:
                     continue
                 exclusive = _exclusive_objects(only, bool(self.options.additional_properties))
             else:
-                exclusive = _exclusive_failing(only, tau)
+                exclusive = _exclusive_failing(only, tau, resolve)
             if exclusive is None:
                 return None
             try:
@@ -995,17 +1007,21 @@ class Lowerer:
                 if "string" in _types_of(s):
                     s["__not_strings__"] = values
                 return s
-        ways = _failures(neg) if isinstance(neg, dict) else None
+        resolve = functools.partial(self._resolved, where=here)
+        ways = _failures(neg, resolve) if isinstance(neg, dict) else None
         if ways is None:
             raise _unsupported("not", here, "negation of this schema is not expressible")
         if not ways:
             return False
         # the members the ways name, declared in one order after the schema's
-        # own (as ``instance_text`` writes them); declaring an allowed name
-        # True changes no value
+        # own (as ``instance_text`` writes them: the negated schema's, then
+        # its anyOf/oneOf branches'); declaring an allowed name True changes no value
         props = s.get("properties", {})
         own = [n for n in s.get("required", []) if n not in props]
-        named = dict.fromkeys([*own, *neg.get("properties", {}), *neg.get("required", [])], True)
+        parts = [neg, *(resolve(b) for b in neg.get("anyOf", neg.get("oneOf", [])))]
+        named = dict.fromkeys(
+            [*own, *(n for p in parts if isinstance(p, dict) for n in _members_declared(p))], True
+        )
         for way in ways:
             if way.get("type") == "object":
                 way["properties"] = {**named, **way.get("properties", {})}
@@ -2005,7 +2021,9 @@ def _printed(dfa: ByteDFA, node: Callable[[], Node]) -> Rx:
 _ANY_STRING = Repeat(CharSet.any(), 0, None)
 
 
-def _exclusive_failing(branches: list[dict], tau: str) -> list[dict] | None:
+def _exclusive_failing(
+    branches: list[dict], tau: str, resolve: Resolver | None = None
+) -> list[dict] | None:
     """Branches restricted to JSON type ``tau`` (not objects: see
     ``_exclusive_objects``), each made to match where no other does: branch
     i and, for every other branch, ``anyOf`` the ways a value of ``tau``
@@ -2014,9 +2032,9 @@ def _exclusive_failing(branches: list[dict], tau: str) -> list[dict] | None:
     ``_MAX_ABSENT_CHOICES`` combinations per branch."""
     failing = []
     for b in branches:
-        ways = _failures(b)
-        if ways is None:
-            return None
+        ways = _failures(b, resolve)
+        if ways is None or not all("type" in w for w in ways):
+            return None  # (a way of no one type: not split here)
         failing.append([w for w in ways if w.get("type") == tau])
     kept = _failing_the_others(len(branches), lambda i, j: failing[j])
     if kept is None:
@@ -2051,7 +2069,7 @@ def _failing_the_others(
     return out
 
 
-def _failures(neg: dict) -> list | None:
+def _failures(neg: dict, resolve: Resolver | None = None, depth: int = 0) -> list | None:
     """Schemas whose union is exactly the values that fail ``neg``, one JSON
     type at a time: every value of a type ``neg`` does not take; strings
     failing its string keywords; numbers outside its bounds or between its
@@ -2060,12 +2078,19 @@ def _failures(neg: dict) -> list | None:
     required member, too small or large, or with a member whose value
     fails its subschema (``not`` again: it must be expressible in turn);
     values of a listed type that are not listed; for integers, the numbers
-    that are not (``__fractional__``). ``None`` for keywords with no such
-    form here (``multipleOf``, applicators, a closed object's names,
-    positional items, ...)."""
+    that are not (``__fractional__``); with ``resolve``, the values failing
+    an ``anyOf`` (or a ``oneOf`` of disjoint branches) beside them: those
+    failing the other keywords, and, of each type, those passing them that
+    fail every branch (``_failures_of_union``). Each way names its type.
+    ``None`` for keywords with no such form here (``multipleOf``, ``not``
+    beside others, a closed object's names, positional items, ...)."""
     keys = {k for k in neg if _validating({k: neg[k]})}
     if keys == {"not"}:
         return [neg["not"]]
+    if keys & {"anyOf", "oneOf"}:
+        if resolve is None or depth >= _MAX_NEGATED_UNIONS or keys >= {"anyOf", "oneOf"}:
+            return None
+        return _failures_of_union(neg, resolve, depth)
     names = _types_of(neg)
     integral = "integer" in names and "number" not in names
     listed = _enum_values(neg, None) if keys & {"enum", "const"} else None
@@ -2096,6 +2121,58 @@ def _failures(neg: dict) -> list | None:
             if failing is None:
                 return None
             ways += failing
+    return ways
+
+
+#: ``resolve`` for ``_failures``: a branch with its ``$ref`` and ``allOf``
+#: merged in (``None`` where that has no merge).
+Resolver = Callable[[Any], Any]
+#: ``anyOf``/``oneOf`` nested in a negation, at most (each multiplies the ways).
+_MAX_NEGATED_UNIONS = 3
+
+
+def _failures_of_union(neg: dict, resolve: Resolver, depth: int) -> list | None:
+    """The ways a value fails ``neg`` that has an ``anyOf`` (or a ``oneOf``
+    whose branches are disjoint, ``_disjoint_by_schema``: then it fails
+    exactly when it fails every branch) beside its other keywords (the
+    *base*): the ways it fails the base, and, for each JSON type, one way
+    holding the values of that type that pass the base and fail every
+    branch (``allOf`` of each branch's ways of that type; none where some
+    branch takes every value of the type). The two kinds are disjoint, as
+    the lowering's unions should be. ``None`` where a branch or the base
+    has no ways, or a ``oneOf``'s branches may overlap."""
+    key = "anyOf" if "anyOf" in neg else "oneOf"
+    base = {k: v for k, v in neg.items() if k != key}
+    branches = []
+    for branch in neg[key]:
+        branch = resolve(branch)
+        if branch is None:
+            return None
+        if branch is not False:
+            branches.append(branch)
+    if key == "oneOf" and not all(
+        _disjoint_by_schema(a, b) for a, b in itertools.combinations(branches, 2)
+    ):
+        return None  # (a value matching two branches fails the oneOf too)
+    validating = _validating(base)
+    ways = _failures(base, resolve, depth + 1) if validating else []
+    if ways is None or any(b is True for b in branches):
+        return ways  # (a branch taking every value: only the base can fail)
+    failing = [_failures(b, resolve, depth + 1) for b in branches]
+    if any(f is None or not all("type" in w for w in f) for f in failing):
+        return None  # (a way of no one type, a double negation's: not split by type)
+    for tau in _TYPES:
+        if _role_on_type(base, tau) == "empty":
+            continue  # (its values fail the base: among the ways above)
+        fails_all: list = [base] if validating else []
+        for found in failing:
+            mine = [w for w in found if w.get("type") == tau]
+            if not mine:
+                break  # (no value of this type fails that branch)
+            if not any(w == {"type": tau} for w in mine):  # (else all of them do)
+                fails_all.append({"anyOf": mine} if len(mine) > 1 else mine[0])
+        else:
+            ways.append({"type": tau, "allOf": fails_all} if fails_all else {"type": tau})
     return ways
 
 
@@ -2241,7 +2318,11 @@ def _apart(ways: list | None) -> list | None:
         return ways
     out, negated = [], []
     for way in ways:
-        out.append({"allOf": [*negated, way]} if negated else way)
+        if negated:  # (typed as the way is: callers split the ways by type)
+            typed = {"type": way["type"]} if "type" in way else {}
+            out.append({**typed, "allOf": [*negated, way]})
+        else:
+            out.append(way)
         negated.append(_negated_way(way))
     return out
 
@@ -2316,6 +2397,12 @@ _MAX_CONDITIONS = 4
 _MAX_CONTAINS = 64
 #: The most combinations of absent members ``_exclusive_required`` builds per branch.
 _MAX_ABSENT_CHOICES = 64
+
+
+def _members_declared(s: dict) -> list[str]:
+    """The names ``s`` declares or requires, in that order."""
+    properties, required = s.get("properties", {}), s.get("required", [])
+    return [*(properties if isinstance(properties, dict) else ()), *required]
 
 
 def _members_named(dep: Any) -> list[str]:

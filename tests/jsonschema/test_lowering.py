@@ -491,6 +491,13 @@ ONE_OF_BY_TYPE_CASES = [
         [{}, {"a": 1}, {"a": "x"}, {"a": 1.5, "b": 0}, {"b": 0, "a": None}, 3, "s"],
     ),
     (
+        {  # ... failing it in several ways (made disjoint, each still of its type)
+            "oneOf": [{"type": "object"},
+                      {"required": ["a"], "properties": {"b": {"type": "integer"}}}],
+        },
+        [{}, {"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": "x"}, {"b": "x"}, {"b": 2}, 3],
+    ),
+    (
         {  # members whose values fail by type and bound (integers: the fractions too)
             "type": "object",
             "oneOf": [
@@ -981,6 +988,29 @@ NOT_BY_TYPE_CASES = [
         {"$schema": "http://json-schema.org/draft-04/schema#", "not": {"type": "integer"}},
         [1, 1.0, 1.5, -2, 0, "x"],
     ),
+    # unions: the values failing every branch (and those failing the keywords beside them)
+    (
+        {"not": {"anyOf": [{"type": "string"}, {"minimum": 2}]}},
+        ["a", 2, 3.5, 1, -1.5, None, [], {}],
+    ),
+    (
+        {"$defs": {"pos": {"type": "integer", "minimum": 1}},
+         "not": {"oneOf": [{"$ref": "#/$defs/pos"}, {"type": "string", "maxLength": 2}]}},
+        [1, 7, 0, -1, 1.5, "ab", "abc", "", None, [1]],
+    ),
+    (
+        {"not": {"type": "object", "required": ["a"],
+                 "anyOf": [{"properties": {"a": {"type": "string"}}},
+                           {"allOf": [{"properties": {"a": {"type": "number", "maximum": 0}}}]}]}},
+        [{"a": "x"}, {"a": -1}, {"a": 1}, {"a": None}, {}, {"b": 1}, {"b": 1, "a": 2}, 3, "s"],
+    ),
+    (
+        {"type": "object", "properties": {"id": {"type": "integer"}},
+         "not": {"anyOf": [{"required": ["b"], "properties": {"b": {"type": "string"}}},
+                           {"required": ["c"], "properties": {"c": {"const": 1}}}]}},
+        [{}, {"id": 1}, {"b": "s"}, {"b": 2}, {"c": 1}, {"c": 2}, {"z": 0, "c": 2},
+         {"z": 0, "b": 1, "c": 2}, {"id": 1, "z": 0, "c": 1}],
+    ),
 ]  # fmt: skip
 
 
@@ -1026,13 +1056,28 @@ def test_contains_beside_positional_items_is_refused():
             lower_json_schema(JsonSchema(schema))
 
 
+def test_not_of_a_union_is_an_unambiguous_grammar():
+    """The ways a value fails ``{..., "anyOf": [...]}`` are disjoint: those
+    failing the keywords beside the union, and those passing them that fail
+    every branch. So LR parsers take the grammar (ways that overlapped, an
+    object of two members lacking both names here, are an LALR conflict)."""
+    from constrain_api import lalr_table, lower
+
+    schema = {"not": {"type": "object", "maxProperties": 1,
+                      "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}}  # fmt: skip
+    reduced = lower(JsonSchema(schema)).reduce()
+    lalr_table(reduced.rules, reduced.names, reduced.start, backend="test")  # no conflict
+    judged_by_the_validator(schema, [{}, {"c": 1}, {"a": 1}, {"b": 1}, {"c": 1, "d": 2}, 5])
+
+
 def test_not_of_other_schemas_is_still_refused():
     """Negations with no type-wise form: a multiple, a closed object's other
-    names, a choice, non-integral numbers within bounds."""
+    names, a ``oneOf`` whose branches overlap (a value matching both fails
+    it), non-integral numbers within bounds."""
     for schema in [
         {"not": {"multipleOf": 3}},
         {"not": {"type": "object", "additionalProperties": False}},
-        {"not": {"anyOf": [{"type": "string"}, {"minimum": 2}]}},
+        {"not": {"oneOf": [{"type": "number"}, {"type": "integer"}]}},
         {"minimum": 0, "not": {"type": "integer"}},
     ]:
         with pytest.raises(UnsupportedConstraint) as info:
