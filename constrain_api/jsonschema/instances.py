@@ -23,6 +23,9 @@ from .refs import index_schema
 
 __all__ = ["instance_text"]
 
+#: Keywords that never reject a value (beside a ``not``, they leave it alone).
+_ANNOTATIONS = frozenset({"title", "description", "$comment", "default", "examples"})
+
 
 def instance_text(schema: Any, instance: Any) -> str:
     """``instance`` as compact JSON with object members in the order the
@@ -81,21 +84,44 @@ def _others_named(index, schema, pointer, instance, depth) -> list[str]:
     for i, branch in enumerate(branches):
         if i == chosen:
             continue
+        where = f"{pointer}/oneOf/{i}"
         own: list[tuple[Any, str]] = []
-        _collect(index, branch, f"{pointer}/oneOf/{i}", instance, depth + 1, own, [])
+        _collect(index, branch, where, instance, depth + 1, own, [])
         for s, _ in own:
             add(members(s))
+        add(_union_members(index, branch, where, instance, depth))
     neg = schema.get("not")
-    add(members(neg))
-    key = "anyOf" if isinstance(neg, dict) and "anyOf" in neg else "oneOf"
-    for i, branch in enumerate(neg.get(key, []) if isinstance(neg, dict) else []):
-        # (each branch merged, as the lowering reads it: declared, then required)
-        own = []
-        _collect(index, branch, f"{pointer}/not/{key}/{i}", instance, depth + 1, own, [])
-        parts = [s for s, _ in own if isinstance(s, dict)]
-        add([n for s in parts for n in s.get("properties", {})])
-        add([n for s in parts for n in s.get("required", [])])
+    if isinstance(neg, dict):
+        add(_merged_members(index, neg, f"{pointer}/not", instance, depth))
+        add(_union_members(index, neg, f"{pointer}/not", instance, depth))
     return names
+
+
+def _merged_members(index, schema, pointer, instance, depth) -> list[str]:
+    """The names ``schema`` declares, then those it requires, its ``$ref``
+    and ``allOf`` merged in (the order of the lowering's merge)."""
+    own: list[tuple[Any, str]] = []
+    _collect(index, schema, pointer, instance, depth + 1, own, [])
+    parts = [s for s, _ in own if isinstance(s, dict)]
+    return [
+        *(n for s in parts for n in s.get("properties", {})),
+        *(n for s in parts for n in s.get("required", [])),
+    ]
+
+
+def _union_members(index, schema, pointer, instance, depth) -> list[str]:
+    """The names the branches of ``schema``'s ``anyOf`` (else ``oneOf``)
+    declare and require, each merged, in branch order: what the lowering
+    declares for the ways a value fails such a union."""
+    if not isinstance(schema, dict):
+        return []
+    key = "anyOf" if "anyOf" in schema else "oneOf"
+    branches = schema.get(key, [])
+    return [
+        n
+        for i, branch in enumerate(branches if isinstance(branches, list) else [])
+        for n in _merged_members(index, branch, f"{pointer}/{key}/{i}", instance, depth)
+    ]
 
 
 def _collect(index, schema, pointer, instance, depth, own, choices) -> None:
@@ -112,6 +138,10 @@ def _collect(index, schema, pointer, instance, depth, own, choices) -> None:
     own.append((schema, pointer))
     for i, branch in enumerate(schema.get("allOf", [])):
         _collect(index, branch, f"{pointer}/allOf/{i}", instance, depth + 1, own, choices)
+    neg = schema.get("not")
+    if isinstance(neg, dict) and "not" in neg and not set(neg) - {"not", *_ANNOTATIONS}:
+        # (not not X: the lowering applies X as it does an allOf member)
+        _collect(index, neg["not"], f"{pointer}/not/not", instance, depth + 1, own, choices)
     for key in ("anyOf", "oneOf"):
         for i, branch in enumerate(schema.get(key, [])):
             if _valid(index, branch, instance):

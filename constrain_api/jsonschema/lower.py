@@ -779,9 +779,14 @@ class Lowerer:
             ]
             if universal:  # its T values are those failing every other branch
                 every: dict = {"type": tau}
-                if tau == "object":  # (the members the others name, in one order)
+                if tau == "object":  # (the members the others name, in one order:
+                    # each branch's, then its anyOf/oneOf branches', as instance_text)
                     named = [
-                        n for b in only for n in [*b.get("properties", {}), *b.get("required", [])]
+                        n
+                        for b in only
+                        for part in [b, *(resolve(u) for u in _union_branches(b))]
+                        if isinstance(part, dict)
+                        for n in _members_declared(part)
                     ]
                     every["properties"] = dict.fromkeys(named, True)
                 exclusive = _exclusive_failing([every, *only], tau, resolve)
@@ -940,7 +945,7 @@ class Lowerer:
         rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
         if _validating(rest):
             try:
-                validator = self._validator_for(rest)
+                validator = self._validator_for(_standard(rest))
                 values = [v for v in values if validator.is_valid(v)]
             except Exception as e:
                 raise _NotListed(str(e)) from None
@@ -957,6 +962,9 @@ class Lowerer:
         if neg is False:
             return s
         keys = set(k for k in neg if _validating({k: neg[k]}))
+        if keys == {"not"}:  # not not X: X, applied as an allOf member is
+            s["__allOf__"] = [*s.get("__allOf__", []), neg["not"]]
+            return s
         if keys == {"type"}:
             banned = _types_of(neg)
             if "number" in banned:
@@ -1018,7 +1026,7 @@ class Lowerer:
         # its anyOf/oneOf branches'); declaring an allowed name True changes no value
         props = s.get("properties", {})
         own = [n for n in s.get("required", []) if n not in props]
-        parts = [neg, *(resolve(b) for b in neg.get("anyOf", neg.get("oneOf", [])))]
+        parts = [neg, *(resolve(b) for b in _union_branches(neg))]
         named = dict.fromkeys(
             [*own, *(n for p in parts if isinstance(p, dict) for n in _members_declared(p))], True
         )
@@ -1217,9 +1225,10 @@ class Lowerer:
         if fmt is not None and fmt not in formats.FORMATS:
             fmt = None  # unknown formats only annotate (JSON Schema 2020-12 §7.2.1)
         if "__not_strings__" in s:
-            if "pattern" in s or fmt or lo or hi is not None:
-                raise _unsupported("not enum", where, "with other string keywords")
             excluded = s["__not_strings__"]
+            if "pattern" in s or fmt or lo or hi is not None:  # (the others' strings, less these)
+                rest = {k: v for k, v in s.items() if k != "__not_strings__"}
+                return self._string_minus(rest, [{"enum": excluded}], where)
             return _quoted_rx(self._strings_not_in(excluded))
         if fmt is not None or "pattern" in s:
             return self._string_matching(s, fmt, lo, hi, where)
@@ -1259,7 +1268,8 @@ class Lowerer:
 
     def _string_minus(self, s: dict, negated: list[dict], where: str) -> Expr:
         """The strings of ``s`` that fail every string schema of ``negated``
-        (``not: {pattern: ...}``): a difference of the quoted strings' automata."""
+        (``not: {pattern: ...}``; ``{"enum": [...]}``: other than these):
+        a difference of the quoted strings' automata."""
         here = join_pointer(where, "not")
         positive = self._string(s, where)
         if is_nothing(positive):
@@ -1269,7 +1279,10 @@ class Lowerer:
         try:
             dfa = ByteDFA.from_regex(positive.text, max_states=limit, node=positive.ast())
             for neg in negated:
-                excluded = self._string(dict(neg), here)
+                if "enum" in neg:
+                    excluded = either(*(self.literal(v) for v in neg["enum"] if isinstance(v, str)))
+                else:
+                    excluded = self._string(dict(neg), here)
                 if not is_nothing(excluded):
                     excluded_dfa = ByteDFA.from_regex(excluded.text, node=excluded.ast())
                     dfa = dfa.difference(excluded_dfa, max_states=limit)
@@ -1832,6 +1845,42 @@ def _json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _standard(x: Any) -> Any:
+    """``x`` with the lowering's own markers written as the standard
+    keywords they stand for, so that the validator judges it as the
+    lowering does (it ignores the markers: ``{"enum": ["a"], "__not_string__":
+    [{"pattern": "a"}]}`` would keep ``"a"``); ``_NotListed`` for a marker
+    with no such form."""
+    if isinstance(x, list):
+        return [_standard(v) for v in x]
+    if not isinstance(x, dict):
+        return x
+    out: dict = {}
+    extra: list = []
+    for key, value in x.items():
+        if key in ("enum", "const"):
+            out[key] = value
+            if key == "const" and isinstance(value, dict) and "__never__" in value:
+                return False
+        elif key == "type" and "__none__" in str(value):
+            return False
+        elif key == "__not_string__":
+            extra += [{"not": {"type": "string", **_standard(n)}} for n in value]
+        elif key == "__not_strings__":
+            extra.append({"not": {"enum": value}})
+        elif key == "__fractional__":
+            extra.append({"not": {"type": "integer"}})
+        elif key in ("__allOf__", "__conditionals__"):
+            extra += [_standard(part) for part in value]
+        elif isinstance(key, str) and key.startswith("__"):
+            raise _NotListed(f"the lowering's {key} marker")
+        else:
+            out[key] = _standard(value)
+    if extra:
+        out["allOf"] = [*out.get("allOf", []), *extra]
+    return out
+
+
 def _same_schema(a: Any, b: Any) -> bool:
     """Whether two schemas are the same up to annotations (``description``,
     ``title``...), so that they accept the same values: the same validating
@@ -2186,7 +2235,10 @@ _OBJECT_FAILS = frozenset(
 
 def _unlisted(tau: str, values: list) -> list | None:
     """The values of type ``tau`` not among ``values`` (of that type)."""
-    if tau in ("string", "boolean", "null"):
+    if tau == "string":  # (the marker, not a `not`: beside other keywords that `not`
+        # would come back here, a schema met inside itself, lowered as no string)
+        return [{"type": "string", "__not_strings__": values}]
+    if tau in ("boolean", "null"):
         return [{"type": tau, "not": {"enum": values}}]
     if tau != "number":
         return None
@@ -2403,6 +2455,12 @@ def _members_declared(s: dict) -> list[str]:
     """The names ``s`` declares or requires, in that order."""
     properties, required = s.get("properties", {}), s.get("required", [])
     return [*(properties if isinstance(properties, dict) else ()), *required]
+
+
+def _union_branches(s: dict) -> list:
+    """The branches of ``s``'s ``anyOf`` (else its ``oneOf``)."""
+    branches = s.get("anyOf", s.get("oneOf", []))
+    return branches if isinstance(branches, list) else []
 
 
 def _members_named(dep: Any) -> list[str]:

@@ -518,6 +518,10 @@ ONE_OF_BY_TYPE_CASES = [
         [[], [1], ["a"], [1, "a"], ["a", "b", "c"], [1, 2, 3], "x"],
     ),
     ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, [1, 1.0, 1.5, -2, "x"]),
+    (  # a listed branch and the strings failing a pattern (the lowering's marker, judged)
+        {"oneOf": [{"enum": ["a", "b"]}, {"pattern": "a"}]},
+        ["a", "b", "ca", "c", 1],
+    ),
     (
         {  # open branches sharing a member whose schema (the same but for its
            # annotations) has no negation here: no value fails one and not the other
@@ -988,6 +992,12 @@ NOT_BY_TYPE_CASES = [
         {"$schema": "http://json-schema.org/draft-04/schema#", "not": {"type": "integer"}},
         [1, 1.0, 1.5, -2, 0, "x"],
     ),
+    # found by test_differential: strings outside a list beside other keywords
+    # (once lowered as no string at all), a double negation, merged members
+    ({"pattern": "a", "not": {"const": "ab"}}, ["a", "ab", "b", "cab", 2]),
+    ({"minimum": 0, "not": {"const": ""}}, ["a", "", 1, -1, None]),
+    ({"not": {"not": {"required": ["b"]}}}, [{"a": 1, "b": 2}, {"a": 1}, {}, 3]),
+    ({"not": {"allOf": [{"type": "null"}, {"required": ["b"]}]}}, [{"a": 1, "b": 2}, None, 1]),
     # unions: the values failing every branch (and those failing the keywords beside them)
     (
         {"not": {"anyOf": [{"type": "string"}, {"minimum": 2}]}},
@@ -1054,6 +1064,15 @@ def test_contains_beside_positional_items_is_refused():
     ]:
         with pytest.raises(UnsupportedConstraint, match="contains"):
             lower_json_schema(JsonSchema(schema))
+
+
+def test_a_double_negation_of_a_boolean_schema():
+    """``not: {not: true}`` is every value, ``not: {not: false}`` none (it
+    once raised an AttributeError)."""
+    _, accepts = language({"not": {"not": True}})
+    assert accepts("1") and accepts('"a"') and accepts("{}")
+    with pytest.raises(ConstraintError, match="no JSON value"):
+        lower_json_schema(JsonSchema({"not": {"not": False}}))
 
 
 def test_not_of_a_union_is_an_unambiguous_grammar():

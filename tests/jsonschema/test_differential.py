@@ -1,0 +1,128 @@
+"""The lowering against the ``jsonschema`` validator on generated schemas.
+
+Hypothesis draws small schemas that combine the keywords the lowering
+rewrites the most (``oneOf``, ``anyOf``, ``allOf``, ``not``, ``enum``,
+bounds, members, items) over a few names and values, and a fixed pool of
+small JSON values; every value the validator accepts must be in the lowered
+language, spelled by ``instance_text``, and every value it rejects must be
+out of it. A schema the lowering refuses (``UnsupportedConstraint``, a
+limit) or finds empty is skipped, so what is checked is that nothing is
+silently wrong: a language too strict (a valid document refused, as
+``oneOf`` once was for objects failing a branch in two ways) or too loose.
+Other tests judge hand-picked and real schemas; this one finds the
+combinations nobody wrote down. ``derandomize``: CI runs the same examples.
+"""
+
+from __future__ import annotations
+
+import jsonschema
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema_harness import recognizer
+
+from constrain_api import JsonSchema
+from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
+from constrain_api.jsonschema import instance_text, lower_json_schema_ir
+
+NAMES = ["a", "b", "c"]
+SCALARS = [None, True, False, 0, 1, 2, -1, 2.5, "", "a", "ab", "b"]
+#: The values every schema is judged on: scalars, short arrays, small objects.
+POOL = [
+    *SCALARS,
+    [],
+    [1],
+    ["a"],
+    [1, "a"],
+    [None, None],
+    [2, 2],
+    {},
+    {"a": 1},
+    {"a": "a"},
+    {"b": 2},
+    {"a": 1, "b": 2},
+    {"a": "ab", "b": None},
+    {"c": True},
+    {"a": 1, "c": "a"},
+    {"b": [1], "c": 0},
+    {"a": {"a": 1}},
+    {"a": 2.5, "b": "b", "c": False},
+]
+
+TYPES = ["null", "boolean", "integer", "number", "string", "array", "object"]
+
+leaf = st.one_of(
+    st.builds(lambda t: {"type": t}, st.sampled_from(TYPES)),
+    st.builds(lambda ts: {"type": ts}, st.lists(st.sampled_from(TYPES), min_size=1, max_size=3,
+                                                 unique=True)),
+    st.builds(lambda v: {"enum": v}, st.lists(st.sampled_from(SCALARS), min_size=1, max_size=3)),
+    st.builds(lambda v: {"const": v}, st.sampled_from(SCALARS)),
+    st.builds(lambda k, n: {k: n}, st.sampled_from(["minimum", "maximum", "exclusiveMinimum",
+                                                     "exclusiveMaximum"]),
+              st.sampled_from([0, 1, 2])),
+    st.builds(lambda k, n: {k: n}, st.sampled_from(["minLength", "maxLength", "minItems",
+                                                     "maxItems", "minProperties",
+                                                     "maxProperties"]),
+              st.integers(0, 2)),
+    st.builds(lambda p: {"pattern": p}, st.sampled_from(["a", "^a", "b$", "^$"])),
+    st.builds(lambda r: {"required": r}, st.lists(st.sampled_from(NAMES), min_size=1,
+                                                  max_size=2, unique=True)),
+    st.just({"additionalProperties": False}),
+    st.just(True),
+    st.just(False),
+)  # fmt: skip
+
+
+def _extend(children: st.SearchStrategy) -> st.SearchStrategy:
+    """Schemas built from smaller ones: applicators, members, items, and
+    two keywords side by side."""
+    branches = st.lists(children, min_size=1, max_size=3)
+    return st.one_of(
+        st.builds(lambda bs: {"anyOf": bs}, branches),
+        st.builds(lambda bs: {"oneOf": bs}, branches),
+        st.builds(lambda bs: {"allOf": bs}, branches),
+        st.builds(lambda s: {"not": s}, children),
+        st.builds(lambda s: {"items": s}, children),
+        st.builds(
+            lambda props, extra: {"properties": props, **extra},
+            st.dictionaries(st.sampled_from(NAMES), children, min_size=1, max_size=2),
+            st.sampled_from([{}, {"type": "object"}, {"additionalProperties": False}]),
+        ),
+        st.builds(
+            lambda a, b: {**a, **b} if isinstance(a, dict) and isinstance(b, dict) else a,
+            children,
+            children,
+        ),
+    )
+
+
+schemas = st.recursive(leaf, _extend, max_leaves=6)
+
+
+def _language(schema):
+    """The lowered language's membership test, or ``None`` where the
+    lowering refuses the schema (a construct, a limit, no value at all)."""
+    try:
+        return recognizer(lower_json_schema_ir(JsonSchema(schema)))
+    except (UnsupportedConstraint, CompileLimitExceeded, ConstraintError):
+        return None
+
+
+@settings(
+    max_examples=2000,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(schemas)
+def test_the_lowered_language_is_the_validator_s(schema):
+    accepts = _language(schema)
+    if accepts is None:
+        return
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in POOL:
+        text = instance_text(schema, value)
+        try:
+            got = accepts(text.encode())
+        except CompileLimitExceeded:
+            return  # (the recognizer's lazy automaton past its bound: not judged)
+        assert got == validator.is_valid(value), (schema, value, text)
