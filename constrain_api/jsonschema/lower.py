@@ -347,9 +347,9 @@ class Lowerer:
             if key in s and not _trivial(key, s[key]):
                 raise _unsupported(key, where, reason)
         if "if" in s or "then" in s or "else" in s or "__conditionals__" in s:
-            s = self._conditional(s, where)
-            if not isinstance(s, dict):
-                return self.lower(s, where)
+            # (lowered again: a branch merged in may bring keywords handled
+            # above, an allOf or a $ref, which would otherwise be ignored)
+            return self.lower(self._conditional(s, where), where)
         if "anyOf" in s or "oneOf" in s:
             return self._alternatives(s, where)
         if "not" in s:
@@ -542,6 +542,16 @@ class Lowerer:
                 out[key] = [*mine, *value]
                 continue
             out[key] = self._merge_keyword(key, mine, value, a, b, where)
+        for x, y in ((a, b), (b, a)):
+            if x.get("patternProperties") and not _takes_all(y.get("additionalProperties", True)):
+                # (y's additionalProperties holds for the names x's patterns match, which
+                # the merged patternProperties would exempt from it)
+                raise _unsupported(
+                    "allOf with patternProperties and additionalProperties",
+                    where,
+                    "one member's additionalProperties applies to the names the other's "
+                    "patterns match",
+                )
         if ("properties" in a and "properties" in b) or (
             ("additionalProperties" in a or "additionalProperties" in b)
             and ("properties" in a or "properties" in b)
@@ -2082,7 +2092,7 @@ def _exclusive_failing(
     failing = []
     for b in branches:
         ways = _failures(b, resolve)
-        if ways is None or not all("type" in w for w in ways):
+        if ways is None or not all(isinstance(w, dict) and "type" in w for w in ways):
             return None  # (a way of no one type: not split here)
         failing.append([w for w in ways if w.get("type") == tau])
     kept = _failing_the_others(len(branches), lambda i, j: failing[j])
@@ -2208,7 +2218,7 @@ def _failures_of_union(neg: dict, resolve: Resolver, depth: int) -> list | None:
     if ways is None or any(b is True for b in branches):
         return ways  # (a branch taking every value: only the base can fail)
     failing = [_failures(b, resolve, depth + 1) for b in branches]
-    if any(f is None or not all("type" in w for w in f) for f in failing):
+    if any(f is None or not all(isinstance(w, dict) and "type" in w for w in f) for f in failing):
         return None  # (a way of no one type, a double negation's: not split by type)
     for tau in _TYPES:
         if _role_on_type(base, tau) == "empty":

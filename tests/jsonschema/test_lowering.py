@@ -1073,6 +1073,24 @@ def test_a_double_negation_of_a_boolean_schema():
     assert accepts("1") and accepts('"a"') and accepts("{}")
     with pytest.raises(ConstraintError, match="no JSON value"):
         lower_json_schema(JsonSchema({"not": {"not": False}}))
+    with pytest.raises(UnsupportedConstraint, match="not"):  # (a way that is a bool: no type)
+        lower_json_schema(JsonSchema({"not": {"anyOf": [{"not": True}]}}))
+
+
+def test_a_decided_condition_applies_all_of_its_branch():
+    """``if: true`` picks ``then``, whose ``allOf`` (or ``$ref``) is lowered
+    too: it was merged in past the step that handles them, and ignored."""
+    schema = {"if": True, "then": {"allOf": [{"additionalProperties": False}]}}
+    assert judged_by_the_validator(schema, [{}, {"a": 1}, 1, "s"]) == [True, False, True, True]
+
+
+def test_patterns_beside_another_member_s_additional_properties_are_refused():
+    """In ``allOf``, one member's ``additionalProperties`` holds for the names
+    the other's ``patternProperties`` match; merged into one schema, the
+    patterns would exempt them (``{"a": 1}`` accepted). Refused, not merged."""
+    schema = {"allOf": [{"patternProperties": {"^a": {}}}, {"additionalProperties": False}]}
+    with pytest.raises(UnsupportedConstraint, match="patternProperties"):
+        lower_json_schema(JsonSchema(schema))
 
 
 def test_not_of_a_union_is_an_unambiguous_grammar():
