@@ -137,10 +137,15 @@ class LRTable:
         act = self.actions[state].get(terminal)
         return () if act is None else (act,)
 
+    def _reduced(self, stack: Stack, lhs: str, size: int) -> tuple[Stack, int]:
+        """Reducing ``size`` symbols to ``lhs`` on ``stack``: the stack left
+        below them and the state its top goes to on ``lhs`` (to push)."""
+        base = stack[:-size] if size else stack
+        return base, self.actions[base[-1]][lhs][1]
+
     def _branches(self, stack: Stack, terminal: str):
         """The stacks every sequence of reductions on ``terminal`` reaches
         from ``stack`` (``stack`` first; each once), with their actions on it."""
-        actions = self.actions
         seen = {stack}
         todo = [stack]
         while todo:
@@ -150,9 +155,8 @@ class LRTable:
             for shift, arg in acts:
                 if shift:
                     continue
-                lhs, size = arg
-                base = stack[:-size] if size else stack
-                nxt = (*base, actions[base[-1]][lhs][1])
+                base, state = self._reduced(stack, *arg)
+                nxt = (*base, state)
                 if nxt not in seen:
                     if len(seen) >= MAX_STACKS:
                         raise CompileLimitExceeded(
@@ -197,10 +201,8 @@ class LRTable:
             shift, arg = act
             if shift:
                 return (*stack, arg)
-            lhs, size = arg
-            if size:
-                stack = stack[:-size]
-            stack = (*stack, actions[stack[-1]][lhs][1])
+            base, state = self._reduced(stack, *arg)
+            stack = (*base, state)
 
     def expected(self, stack: Stack) -> frozenset[str]:
         """The terminals that can come next: those :meth:`feed_all` shifts (the
@@ -223,11 +225,8 @@ class LRTable:
         if self.conflicts:
             for reached, acts in self._branches(stack, END):
                 for shift, arg in acts:
-                    if not shift:
-                        lhs, size = arg
-                        base = reached[:-size] if size else reached
-                        if actions[base[-1]][lhs][1] == self.end_state:
-                            return True
+                    if not shift and self._reduced(reached, *arg)[1] == self.end_state:
+                        return True
             return False
         while True:
             act = actions[stack[-1]].get(END)
@@ -236,10 +235,7 @@ class LRTable:
             shift, arg = act
             if shift:
                 return False
-            lhs, size = arg
-            if size:
-                stack = stack[:-size]
-            nxt = actions[stack[-1]][lhs][1]
-            if nxt == self.end_state:
+            base, state = self._reduced(stack, *arg)
+            if state == self.end_state:
                 return True
-            stack = (*stack, nxt)
+            stack = (*base, state)
