@@ -2092,7 +2092,9 @@ def _exclusive_failing(
     failing = []
     for b in branches:
         ways = _failures(b, resolve)
-        if ways is None or not all(isinstance(w, dict) and "type" in w for w in ways):
+        if ways is None or not all(
+            isinstance(w, dict) and isinstance(w.get("type"), str) for w in ways
+        ):
             return None  # (a way of no one type: not split here)
         failing.append([w for w in ways if w.get("type") == tau])
     kept = _failing_the_others(len(branches), lambda i, j: failing[j])
@@ -2218,7 +2220,10 @@ def _failures_of_union(neg: dict, resolve: Resolver, depth: int) -> list | None:
     if ways is None or any(b is True for b in branches):
         return ways  # (a branch taking every value: only the base can fail)
     failing = [_failures(b, resolve, depth + 1) for b in branches]
-    if any(f is None or not all(isinstance(w, dict) and "type" in w for w in f) for f in failing):
+    if any(
+        f is None or not all(isinstance(w, dict) and isinstance(w.get("type"), str) for w in f)
+        for f in failing
+    ):
         return None  # (a way of no one type, a double negation's: not split by type)
     for tau in _TYPES:
         if _role_on_type(base, tau) == "empty":

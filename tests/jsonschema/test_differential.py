@@ -49,7 +49,22 @@ POOL = [
     {"b": [1], "c": 0},
     {"a": {"a": 1}},
     {"a": 2.5, "b": "b", "c": False},
+    0.5,
+    3,
+    "abc",
+    "ba",
+    [[]],
+    [{}],
+    [1, 2, 3],
+    ["a", "a"],
+    {"a": None},
+    {"b": "a", "c": 1},
+    {"c": {"b": 1}},
+    {"a": [], "b": {}},
+    {"a": 1, "b": 2, "c": 3},
 ]
+#: Listed values: the scalars and a few composite ones.
+LISTED = [*SCALARS, [1], [], {"a": 1}, {"a": 1, "b": 2}]
 
 TYPES = ["null", "boolean", "integer", "number", "string", "array", "object"]
 
@@ -57,8 +72,8 @@ leaf = st.one_of(
     st.builds(lambda t: {"type": t}, st.sampled_from(TYPES)),
     st.builds(lambda ts: {"type": ts}, st.lists(st.sampled_from(TYPES), min_size=1, max_size=3,
                                                  unique=True)),
-    st.builds(lambda v: {"enum": v}, st.lists(st.sampled_from(SCALARS), min_size=1, max_size=3)),
-    st.builds(lambda v: {"const": v}, st.sampled_from(SCALARS)),
+    st.builds(lambda v: {"enum": v}, st.lists(st.sampled_from(LISTED), min_size=1, max_size=3)),
+    st.builds(lambda v: {"const": v}, st.sampled_from(LISTED)),
     st.builds(lambda k, n: {k: n}, st.sampled_from(["minimum", "maximum", "exclusiveMinimum",
                                                      "exclusiveMaximum"]),
               st.sampled_from([0, 1, 2])),

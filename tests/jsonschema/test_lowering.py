@@ -1093,6 +1093,15 @@ def test_patterns_beside_another_member_s_additional_properties_are_refused():
         lower_json_schema(JsonSchema(schema))
 
 
+def test_a_negated_union_of_a_double_negation_is_not_split_by_type():
+    """``not: {not: {type: [...]}}`` fails in one way that lists types; split
+    by JSON type it matched none, and the union's negation lost the nulls
+    (``null`` refused here). Refused now: no way of one type."""
+    schema = {"if": {"anyOf": [{"not": {"type": ["null"]}}]}, "then": {"type": "boolean"}}
+    with pytest.raises(UnsupportedConstraint, match="if/then/else"):
+        lower_json_schema(JsonSchema(schema))
+
+
 def test_not_of_a_union_is_an_unambiguous_grammar():
     """The ways a value fails ``{..., "anyOf": [...]}`` are disjoint: those
     failing the keywords beside the union, and those passing them that fail
