@@ -1861,17 +1861,20 @@ def _standard(x: Any) -> Any:
     lowering does (it ignores the markers: ``{"enum": ["a"], "__not_string__":
     [{"pattern": "a"}]}`` would keep ``"a"``); ``_NotListed`` for a marker
     with no such form."""
-    if isinstance(x, list):
-        return [_standard(v) for v in x]
     if not isinstance(x, dict):
         return x
     out: dict = {}
     extra: list = []
     for key, value in x.items():
-        if key in ("enum", "const"):
-            out[key] = value
-            if key == "const" and isinstance(value, dict) and "__never__" in value:
-                return False
+        kind = SCHEMA_KEYWORDS.get(key)
+        if key == "const" and isinstance(value, dict) and "__never__" in value:
+            return False
+        elif kind == "map" and isinstance(value, dict):  # (names are not keywords)
+            out[key] = {name: _standard(sub) for name, sub in value.items()}
+        elif kind is not None:
+            out[key] = (
+                [_standard(v) for v in value] if isinstance(value, list) else _standard(value)
+            )
         elif key == "type" and "__none__" in str(value):
             return False
         elif key == "__not_string__":
@@ -1884,8 +1887,8 @@ def _standard(x: Any) -> Any:
             extra += [_standard(part) for part in value]
         elif isinstance(key, str) and key.startswith("__"):
             raise _NotListed(f"the lowering's {key} marker")
-        else:
-            out[key] = _standard(value)
+        else:  # (values, not schemas: enum, required, bounds...)
+            out[key] = value
     if extra:
         out["allOf"] = [*out.get("allOf", []), *extra]
     return out

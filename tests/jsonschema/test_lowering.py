@@ -1766,3 +1766,24 @@ def test_a_pattern_s_own_names_take_its_own_regex():
     assert own not in lower_json_schema(JsonSchema(overlapping)).pattern
     verdicts = judged_by_the_validator(overlapping, [{"t_en": 1}, {"t_en": "x"}, {"t_de": "x"}])
     assert verdicts == [False, False, True]  # (t_en: an integer and a string at once)
+
+
+def test_the_validator_reads_the_lowering_s_markers_as_standard_keywords():
+    """Listed values are judged by the validator, which ignores the
+    lowering's markers: ``_standard`` writes them as the keywords they stand
+    for, in subschemas too, and leaves member names (a property called
+    ``enum``) and values alone."""
+    import jsonschema
+
+    from constrain_api.jsonschema.lower import _standard
+
+    marked = {
+        "type": "object",
+        "properties": {"enum": {"type": "string", "__not_strings__": ["x"]}},
+        "required": ["enum"],
+    }
+    validator = jsonschema.Draft202012Validator(_standard(marked))
+    assert validator.is_valid({"enum": "y"}) and not validator.is_valid({"enum": "x"})
+    strings = _standard({"enum": ["a", "b"], "__not_string__": [{"pattern": "a"}]})
+    assert [v for v in ["a", "b"] if jsonschema.Draft202012Validator(strings).is_valid(v)] == ["b"]
+    assert _standard({"type": "__none__"}) is False
