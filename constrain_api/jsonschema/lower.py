@@ -741,24 +741,19 @@ class Lowerer:
                     once.append(v)
         return either(*(self.literal(v) for v in once)) if once else NOTHING
 
-    def _merged_all_of(self, s: Any, where: str, strict: bool = False) -> Any:
+    def _merged_all_of(self, s: Any, where: str) -> Any:
         """``s`` with its ``allOf`` merged in (``_flatten``: the same values),
-        or ``s`` itself where the members have no merge (two patterns...;
-        ``strict``: ``UnsupportedConstraint`` then)."""
-        if not isinstance(s, dict) or "allOf" not in s:
-            return s
-        try:
-            return self._flatten(dict(s), where)
-        except UnsupportedConstraint:
-            if strict:
-                raise
-            return s
+        or ``s`` itself where the members have no merge (two patterns...)."""
+        merged = self._resolved(s, where, expand=False)
+        return s if merged is None else merged
 
-    def _resolved(self, s: Any, where: str) -> Any:
-        """``s`` with its top-level ``$ref`` and its ``allOf`` merged in (a
-        branch as ``_failures`` reads it), or ``None`` where they have no merge."""
+    def _resolved(self, s: Any, where: str, expand: bool = True) -> Any:
+        """``s`` with its top-level ``$ref`` (``expand``) and its ``allOf``
+        merged in (a branch as ``_failures`` reads it), or ``None`` where
+        they have no merge."""
         try:
-            return self._merged_all_of(self._expand(s, where), where, strict=True)
+            s = self._expand(s, where) if expand else s
+            return self._flatten(dict(s), where) if isinstance(s, dict) and "allOf" in s else s
         except UnsupportedConstraint:
             return None
 
@@ -2083,6 +2078,14 @@ def _printed(dfa: ByteDFA, node: Callable[[], Node]) -> Rx:
 _ANY_STRING = Repeat(CharSet.any(), 0, None)
 
 
+def _typed(ways: list | None) -> bool:
+    """Whether ``ways`` (``_failures``'s) are there and each names one JSON
+    type, so that splitting them by type keeps them all."""
+    return ways is not None and all(
+        isinstance(w, dict) and isinstance(w.get("type"), str) for w in ways
+    )
+
+
 def _exclusive_failing(
     branches: list[dict], tau: str, resolve: Resolver | None = None
 ) -> list[dict] | None:
@@ -2095,9 +2098,7 @@ def _exclusive_failing(
     failing = []
     for b in branches:
         ways = _failures(b, resolve)
-        if ways is None or not all(
-            isinstance(w, dict) and isinstance(w.get("type"), str) for w in ways
-        ):
+        if not _typed(ways):
             return None  # (a way of no one type: not split here)
         failing.append([w for w in ways if w.get("type") == tau])
     kept = _failing_the_others(len(branches), lambda i, j: failing[j])
@@ -2223,10 +2224,7 @@ def _failures_of_union(neg: dict, resolve: Resolver, depth: int) -> list | None:
     if ways is None or any(b is True for b in branches):
         return ways  # (a branch taking every value: only the base can fail)
     failing = [_failures(b, resolve, depth + 1) for b in branches]
-    if any(
-        f is None or not all(isinstance(w, dict) and isinstance(w.get("type"), str) for w in f)
-        for f in failing
-    ):
+    if not all(map(_typed, failing)):
         return None  # (a way of no one type, a double negation's: not split by type)
     for tau in _TYPES:
         if _role_on_type(base, tau) == "empty":
