@@ -26,6 +26,7 @@ from ..caching import SPEC_GRAPHS, core_cache
 from ..errors import CompileLimitExceeded, ConstraintError
 from ..grammar import GrammarIR
 from ..specs import Grammar, JsonSchema, Regex
+from .formats import formats_as_patterns
 from .instances import instance_text
 from .ir import Expr, Rx, has_opaque, is_nothing, to_grammar_ir, to_lark
 from .lower import Lowerer, NotRegular, Options, rewrite_refs
@@ -34,6 +35,7 @@ from .refs import index_schema
 
 __all__ = [
     "Options",
+    "formats_as_patterns",
     "instance_text",
     "lower_json_schema",
     "lower_json_schema_ir",

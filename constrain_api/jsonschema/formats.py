@@ -12,11 +12,12 @@ text is portable and the language exact. The formats and their definitions:
   month, 29 February only in leap years (divisible by 4, centuries only when
   divisible by 400); ``T``/``t`` and ``Z``/``z`` in either case (RFC 3339
   §5.6); any number of fraction digits; offsets ``±hh:mm`` up to ``23:59``.
-  A leap second ``:60`` is accepted exactly when the time, converted to UTC
-  by its offset, is ``23:59:60`` (``23:59:60Z``, ``15:59:60-08:00``,
-  ``00:19:60+00:20``) — the rule the JSON Schema Test Suite checks; it costs
-  one branch per minute of the day (≈57 000 characters, ≈11 000 DFA states
-  for ``time``), because a leap second ties the local time to the offset.
+  A leap second ``:60`` is accepted when the time, converted to UTC by its
+  offset, is ``23:59:60`` (``23:59:60Z``, ``15:59:60-08:00``) — the rule
+  the JSON Schema Test Suite checks — at offsets whose minutes are 00, 15,
+  30 or 45 only (every offset in use; see ``_leap_seconds``): a leap second
+  ties the local time to the offset, and all 2,880 offsets would make
+  ``date-time`` a 57,000-character regex of 11,000 DFA states.
   The date is not coupled to leap seconds (the local date may differ from
   the UTC one, and which days have one is IERS' choice, not syntax).
 * ``duration`` — RFC 3339 appendix A (ISO 8601 durations): ``P`` then date
@@ -66,7 +67,15 @@ from ..automata.regex import Node, parse_regex, seq
 from ..errors import UnsupportedConstraint
 from .strings import encode_node
 
-__all__ = ["FORMATS", "UNSUPPORTED_FORMATS", "format_node", "format_regex", "format_source"]
+__all__ = [
+    "FORMATS",
+    "UNSUPPORTED_FORMATS",
+    "format_node",
+    "format_pattern",
+    "format_regex",
+    "format_source",
+    "formats_as_patterns",
+]
 
 # ----------------------------------------------------------------- RFC 3339
 
@@ -350,3 +359,56 @@ def format_regex(name: str, *, where: str = "") -> str:
             "json_schema", f"format {name!r}", UNSUPPORTED_FORMATS[name] + at
         )
     raise UnsupportedConstraint("json_schema", f"format {name!r}", "unknown format" + at)
+
+
+# -------------------------------------------------------- formats as patterns
+
+#: Keywords whose values are JSON data, never schemas: a ``format`` member
+#: inside them is data, left as it is.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+@functools.cache
+def format_pattern(name: str) -> str:
+    """A ``pattern`` whose matches are exactly the strings of format
+    ``name`` (anchored, in the core's portable dialect, ``to_regex``);
+    the documented ``UnsupportedConstraint`` for any other name."""
+    return f"^{to_regex(format_node(name))}$"
+
+
+def formats_as_patterns(schema: object, *, assert_formats: bool = True) -> object:
+    """A copy of ``schema`` with the language of every ``format`` spelled
+    out, for an engine whose formats are not this module's (its own date
+    or time rules): a format this module supports becomes a ``pattern``
+    of the same strings (beside a pattern already there, one more
+    ``allOf`` entry), an unknown format, which only annotates, is dropped,
+    and so is every format when ``assert_formats`` is false (the lowering's
+    ``format_assertion=False``); one it refuses (``UNSUPPORTED_FORMATS``)
+    stays, for the engine to refuse or not. Every object in the document
+    is read as a schema but the values of ``const``, ``enum``, ``default``
+    and ``examples``: a ``$ref`` may point anywhere, and a ``format`` in
+    an object that is no schema changes nothing. ``schema`` is not
+    modified."""
+
+    def walk(node: object) -> object:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: value if key in _DATA_KEYWORDS else walk(value) for key, value in node.items()}
+        name = out.get("format")
+        if not isinstance(name, str) or (assert_formats and name in UNSUPPORTED_FORMATS):
+            return out
+        del out["format"]
+        if assert_formats and name in _SOURCES:
+            pattern = format_pattern(name)
+            if isinstance(out.get("pattern"), str):
+                if not isinstance(out.get("allOf", []), list):
+                    out["format"] = name  # (a malformed allOf: for the engine to refuse)
+                    return out
+                out["allOf"] = [*out.get("allOf", []), {"pattern": pattern}]
+            else:
+                out["pattern"] = pattern
+        return out
+
+    return walk(schema)

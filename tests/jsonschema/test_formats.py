@@ -17,14 +17,16 @@ import random
 import re
 
 import pytest
+from jsonschema_harness import recognizer
 
 import constrain_api as ca
 from constrain_api.automata import ByteDFA
 from constrain_api.errors import UnsupportedConstraint
-from constrain_api.jsonschema import lower_json_schema
+from constrain_api.jsonschema import formats_as_patterns, lower_json_schema, lower_json_schema_ir
 from constrain_api.jsonschema.formats import (
     FORMATS,
     UNSUPPORTED_FORMATS,
+    format_pattern,
     format_regex,
     format_source,
 )
@@ -53,24 +55,83 @@ def suite_dir():
 @pytest.mark.shared
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_suite(name: str) -> None:
+    checked = 0
+    for data, valid, description in suite_strings(name):
+        if (name, data) in EXPECTED_FAILURES:
+            assert matches(name, data) != valid, "expected failure now passes"
+            continue
+        assert matches(name, data) == valid, (name, data, description)
+        checked += 1
+    assert checked > 0
+
+
+def suite_strings(name: str) -> list[tuple[str, bool, str]]:
+    """The string instances of the suite's tests of format ``name``: (data, valid, description)."""
     path = suite_dir() / f"{name}.json"
     if not path.exists():
         pytest.skip(f"the suite has no {name}.json")
     with open(path, encoding="utf-8") as f:
         groups = json.load(f)
-    checked = 0
+    found = []
     for group in groups:
         assert group["schema"].get("format") == name
-        for t in group["tests"]:
-            data = t["data"]
-            if not isinstance(data, str):
-                continue
-            if (name, data) in EXPECTED_FAILURES:
-                assert matches(name, data) != t["valid"], "expected failure now passes"
-                continue
-            assert matches(name, data) == t["valid"], (name, data, t["description"])
-            checked += 1
-    assert checked > 0
+        found += [(t["data"], t["valid"], t["description"]) for t in group["tests"]
+                  if isinstance(t["data"], str)]  # fmt: skip
+    return found
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_format_pattern_is_the_format(name: str) -> None:
+    """``format_pattern`` (what engines with formats of their own are sent),
+    read as a JSON Schema pattern by the core's lowering, matches the
+    suite's valid strings and none of its invalid ones, as the format's own
+    regex does (a ``$`` that let a final newline through, as Python's
+    does, would fail the suite's ``...Z\\n``)."""
+    spec = ca.JsonSchema({"type": "string", "pattern": format_pattern(name)})
+    accepts = recognizer(lower_json_schema_ir(spec))
+    extra = ["2023-02-29", "2024-02-29", "01:01:60Z", "23:59:60Z", "2024-01-01T01:03:60Z", "1"]
+    for data in [s for s, _, _ in suite_strings(name)] + extra:
+        text = json.dumps(data, ensure_ascii=False).encode()
+        assert accepts(text) == matches(name, data), (name, data)
+
+
+def test_formats_as_patterns_spells_out_each_format() -> None:
+    date = format_pattern("date")
+    schema = {
+        "type": "object",
+        "properties": {
+            "format": {"type": "string", "format": "date"},  # a member called "format"
+            "d": {"format": "date", "pattern": "^1", "allOf": [{"minLength": 1}]},
+            "h": {"format": "hostname"},
+            "i": {"type": "integer", "format": "int32"},
+            "c": {"const": {"format": "date"}, "default": {"format": "time"}},
+        },
+        "$defs": {"t": {"format": "time"}},
+        "components": {"e": {"enum": [{"format": "date"}], "format": "email"}},
+    }
+    before = json.dumps(schema)
+    got = formats_as_patterns(schema)
+    assert json.dumps(schema) == before  # (a copy)
+    props = got["properties"]
+    assert props["format"] == {"type": "string", "pattern": date}
+    assert props["d"] == {"pattern": "^1", "allOf": [{"minLength": 1}, {"pattern": date}]}
+    assert props["h"] == {"format": "hostname"}  # refused by the lowering: the engine's own
+    assert props["i"] == {"type": "integer"}  # unknown: an annotation
+    assert props["c"] == {"const": {"format": "date"}, "default": {"format": "time"}}
+    assert got["$defs"]["t"] == {"pattern": format_pattern("time")}
+    assert got["components"]["e"] == {
+        "enum": [{"format": "date"}],
+        "pattern": format_pattern("email"),
+    }
+    annotations = formats_as_patterns(schema, assert_formats=False)
+    assert annotations["properties"]["format"] == {"type": "string"}
+    assert annotations["properties"]["h"] == {}
+    assert formats_as_patterns({"format": "date", "pattern": "a", "allOf": {}}) == {
+        "format": "date", "pattern": "a", "allOf": {}}  # fmt: skip
+    assert formats_as_patterns(True) is True
+    with pytest.raises(UnsupportedConstraint):
+        format_pattern("hostname")
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))

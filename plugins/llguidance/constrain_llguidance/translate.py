@@ -25,6 +25,7 @@ from typing import Any
 
 from constrain_api import GrammarIR, UnsupportedConstraint
 from constrain_api.automata import Node, dfa_to_regex, to_regex
+from constrain_api.jsonschema import formats_as_patterns
 
 NAME = "llguidance"
 
@@ -61,13 +62,6 @@ def _engine_json(spec: Any) -> str:
             "additional_properties=False",
             "llguidance's JSON compiler has no such default; use json_schema='lowering'",
         )
-    if not spec.format_assertion:
-        raise UnsupportedConstraint(
-            NAME,
-            "format_assertion=False",
-            "llguidance's JSON compiler always asserts the formats it knows; "
-            "use json_schema='lowering'",
-        )
     if _unspellable_strings(spec.schema):
         raise UnsupportedConstraint(
             NAME,
@@ -91,7 +85,9 @@ def _engine_json(spec: Any) -> str:
     else:
         options["whitespace_flexible"] = False
         options["whitespace_pattern"] = f"[\\x20\\x0A\\x0D\\x09]{{0,{spec.max_whitespace}}}"
-    schema = spec.schema
+    # the engine's formats are its own (a leap second at any minute, 29
+    # February in any year): each is sent as the core's format, a pattern
+    schema = formats_as_patterns(spec.schema, assert_formats=spec.format_assertion)
     if isinstance(schema, bool):
         schema = {} if schema else {"not": {}}
     schema["x-guidance"] = {**schema.get("x-guidance", {}), **options}

@@ -163,6 +163,45 @@ def test_the_json_engine_differences_are_measured(naive, vocab, schema, text, to
     assert oracle.accepts(t) and lowering.accepts(t) and not engine.accepts(t)
 
 
+#: Where llguidance's own formats allow more than the formats' language:
+#: (schema, text, token the engine's format took after it).
+ENGINE_FORMATS = [
+    ({"type": "string", "format": "time"}, b'"01:01:', b"6"),  # leap second at any minute
+    ({"type": "string", "format": "date-time"}, b'"2024-01-01T01:03:', b"6"),
+    ({"type": "string", "format": "date"}, b'"0901-02-2', b"9"),  # 29 February, common year
+]
+
+
+@pytest.mark.parametrize("schema, text, token", ENGINE_FORMATS, ids=["time", "date-time", "date"])
+def test_engine_mode_asserts_the_cores_formats(llg, naive, vocab, schema, text, token):
+    """The engine's formats are its own (a leap second at any minute, 29
+    February in any year): the adapter sends each as the core's pattern,
+    so engine mode never allows what the format forbids."""
+    spec = ca.JsonSchema(schema)
+    engine, oracle = llg.compile(spec, vocab), naive.compile(spec, vocab)
+    path = [_token(vocab, bytes([b])) for b in text]
+    result = checks.compare_masks(engine, oracle, path)
+    assert result.exact, result.describe(vocab)
+    checker = engine.checker()
+    checker.update(path)
+    assert not checker.accepts(_token(vocab, token))
+
+
+def test_engine_mode_formats_are_exact_where_they_allow_most(llg, naive, vocab):
+    """A leap second where the format has one, and formats as annotations:
+    unknown ones, and all with ``format_assertion=False``, as the core's."""
+    spec = ca.JsonSchema({"type": "string", "format": "time"})
+    doc = paths.byte_by_byte(vocab, '"15:59:60-08:00"')
+    assert checks.compare_masks(llg.compile(spec, vocab), naive.compile(spec, vocab), doc).exact
+    for spec in (
+        ca.JsonSchema({"type": "string", "format": "date"}, format_assertion=False),
+        ca.JsonSchema({"type": "string", "format": "int32"}),  # unknown: an annotation
+    ):
+        engine, oracle = llg.compile(spec, vocab), naive.compile(spec, vocab)
+        result = checks.compare_masks(engine, oracle, paths.byte_by_byte(vocab, '"x"'))
+        assert not result.extra and result.rejected_at is None, result.describe(vocab)
+
+
 def test_grammar_lowered_schemas_meet_the_greedy_lexer(naive, vocab):
     """The core's lowering merges neighbouring members into one terminal; its
     end overlaps the next terminal's start, so greedy lexing loses the cut."""
