@@ -503,9 +503,31 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
 #: intersection of automata): backends that print regexes refuse them.
 TEXTLESS_CASES = frozenset({"pattern-and-format-schema", "lookahead-pattern-schema"})
 
+#: A grammar with a rule and a terminal that derive no string: a backend that
+#: compiles them as they are lets a text into them (the ``(``) that no
+#: document completes (the production engines did, before their adapters
+#: compiled the reduced grammar).
+DEAD_RULES_GRAMMAR = r"""
+start: "(" dead ")" | item ("," item)*
+dead: dead ")" | "(" dead
+item: "a" | NEVER "b"
+NEVER: /(?!a)a/
+"""
+
+#: Grammar-construct cases (not trained on: the small vocabularies stay as they are).
+GRAMMAR_CONSTRUCT_CASES: tuple[Case, ...] = (
+    Case(
+        "dead-rules-grammar",
+        "grammar",
+        ca.Grammar(DEAD_RULES_GRAMMAR),
+        ("a", "a,a,a"),
+        ("(", "()", "b", "a,"),
+    ),
+)
+
 #: Every hand-written case: the small vocabularies' training cases, then the
-#: schema constructs.
-CASES: tuple[Case, ...] = TRAINING_CASES + SCHEMA_CONSTRUCT_CASES
+#: schema and grammar constructs.
+CASES: tuple[Case, ...] = TRAINING_CASES + SCHEMA_CONSTRUCT_CASES + GRAMMAR_CONSTRUCT_CASES
 
 
 @functools.lru_cache(maxsize=4)

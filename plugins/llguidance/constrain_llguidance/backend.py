@@ -68,7 +68,10 @@ class LLGuidanceCompiler(BaseCompiler):
         return self._compiled(spec, regex_text(language.regex_node()))
 
     def compile_grammar(self, grammar, spec, options) -> LLGuidanceCompiled:
-        return self._compiled(spec, grammar_text(grammar.ir))
+        # the reduced grammar: the engine keeps rules that derive no string
+        # and would let a text into one (a mask wider than the language)
+        reduced = grammar.reduce(lazy=True)
+        return self._compiled(spec, grammar_text(reduced.as_ir()))
 
     def _compiled(self, spec, grammar: str) -> LLGuidanceCompiled:
         """Build the template matcher."""

@@ -70,9 +70,12 @@ class XGrammarCompiler(BaseCompiler):
         return self._compiled(spec, lambda: self.engine.compile_grammar(text))
 
     def compile_grammar(self, grammar, spec, options) -> XGrammarCompiled:
-        for name, terminal in grammar.ir.terminals.items():
+        # the reduced grammar: the engine keeps rules that derive no string
+        # and would let a text into one (a mask wider than the language)
+        ir = grammar.reduce(lazy=True).as_ir()
+        for name, terminal in ir.terminals.items():
             check_nfa_size(terminal.ast(), options.max_nfa_states, f"terminal {name}")
-        text = grammar_ebnf(grammar.ir, options.max_rule_states)
+        text = grammar_ebnf(ir, options.max_rule_states)
         return self._compiled(spec, lambda: self.engine.compile_grammar(text))
 
     def _compiled(self, spec, compile_: Any) -> XGrammarCompiled:
