@@ -514,6 +514,14 @@ item: "a" | NEVER "b"
 NEVER: /(?!a)a/
 """
 
+#: A terminal that is ``%ignore``d and used by a rule: each match of it is
+#: either (``domino`` once only ignored it, so ``a b`` was out).
+IGNORED_SYMBOL_GRAMMAR = r"""
+start: "a" (SP "b")*
+SP: " "
+%ignore SP
+"""
+
 #: Grammar-construct cases (not trained on: the small vocabularies stay as they are).
 GRAMMAR_CONSTRUCT_CASES: tuple[Case, ...] = (
     Case(
@@ -522,6 +530,13 @@ GRAMMAR_CONSTRUCT_CASES: tuple[Case, ...] = (
         ca.Grammar(DEAD_RULES_GRAMMAR),
         ("a", "a,a,a"),
         ("(", "()", "b", "a,"),
+    ),
+    Case(
+        "ignored-symbol-grammar",
+        "grammar",
+        ca.Grammar(IGNORED_SYMBOL_GRAMMAR),
+        ("a", "a b", " a  b b ", "a b  "),
+        ("ab", "b", "a bb", "a b b b c"),
     ),
 )
 

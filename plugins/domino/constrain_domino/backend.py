@@ -329,6 +329,8 @@ class DominoCompiled(BaseCompiled):
                         continue
                     if t not in ignore:  # (several stacks where the grammar has conflicts)
                         stacks = lr.feed_all(stack, names[t])
+                    elif t in g.ignore_in_rules:  # ignored, or shifted as a symbol
+                        stacks = (stack, *lr.feed_all(stack, names[t]))
                 for fed in stacks:
                     for u, qu in first[byte]:
                         if u in ignore or lr.feed_all(fed, names[u]):
@@ -364,10 +366,15 @@ class DominoCompiled(BaseCompiled):
     def _accepts(self, state: State) -> bool:
         g, lr = self.grammar, self.lr
         for stack, t, q in state:
-            if t < 0 or (g.accept[t][q] and t in g.ignore):
+            if t < 0:
                 if lr.accepts_end(stack):
                     return True
-            elif g.accept[t][q] and any(
+                continue
+            if not g.accept[t][q]:
+                continue
+            if t in g.ignore and lr.accepts_end(stack):  # (the ignored text ends it)
+                return True
+            if (t not in g.ignore or t in g.ignore_in_rules) and any(
                 lr.accepts_end(done) for done in lr.feed_all(stack, g.names[t])
             ):
                 return True

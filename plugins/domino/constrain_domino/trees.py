@@ -245,8 +245,7 @@ class TreeBuilder:
         """The set after ``byte`` from set ``sid`` (``DEAD`` if empty): the
         definition :meth:`_step_all` computes for every byte at once."""
         g = self.grammar
-        rows, accept, first, ignore, follows = g.rows, g.accept, g.first, g.ignore, g.follows
-        label = self._label
+        rows, accept, first, ignore = g.rows, g.accept, g.first, g.ignore
         out: set[Element] = set()
 
         def start(node: int, after: frozenset[int] | None) -> None:
@@ -263,11 +262,23 @@ class TreeBuilder:
             if q2 >= 0:
                 out.add((node, t, q2, own))
             if accept[t][q]:
-                if t in ignore:  # the last completed terminal is the node's label
-                    start(node, follows[label[node]] if node else None)
-                else:
-                    start(self._child(node, t), follows[t])
+                for at, after in self._completions(node, t):
+                    start(at, after)
         return self._intern(frozenset(out)) if out else kernels.DEAD
+
+    def _completions(self, node: int, t: int) -> list[tuple[int, frozenset[int] | None]]:
+        """Where a path goes when terminal ``t`` completes at path node
+        ``node``: ``(path node, the terminals that may come next)``. An
+        ignored terminal leaves the path as it is (the node's label, the
+        last terminal completed, says what may follow); any other one is a
+        child of the node; one that is ignored and used by the rules both."""
+        g = self.grammar
+        ways = []
+        if t in g.ignore:
+            ways.append((node, g.follows[self._label[node]] if node else None))
+        if t not in g.ignore or t in g.ignore_in_rules:
+            ways.append((self._child(node, t), g.follows[t]))
+        return ways
 
     def _step_all(self, sid: int) -> None:
         """Fill the steps of set ``sid`` for every byte: each element's
@@ -291,20 +302,14 @@ class TreeBuilder:
                     row[lo : hi + 1] = nxt
                 self.absorbing[sid] = self.slices and self._absorbs(t, q)
                 return
-        ignore, follows, label = g.ignore, g.follows, self._label
         items: list[tuple[int, int, Element]] = []
         for node, t, q, own in elements:
-            if t < 0:  # the boundary: the byte starts a terminal
-                at, after = 0, g.initial
-            else:
+            if t >= 0:  # (the boundary, t < 0: the byte starts a terminal)
                 items.extend((lo, hi, (node, t, q2, own)) for lo, hi, q2 in runs_of[t](q))
                 if not accept[t][q]:
                     continue
-                if t in ignore:  # the last completed terminal is the node's label
-                    at, after = node, follows[label[node]] if node else None
-                else:
-                    at, after = self._child(node, t), follows[t]
-            items.extend((lo, hi, (at, u, qu, False)) for lo, hi, u, qu in self._starts(after))
+            for at, after in self._completions(node, t) if t >= 0 else ((0, g.initial),):
+                items.extend((lo, hi, (at, u, qu, False)) for lo, hi, u, qu in self._starts(after))
         targets = [(lo, hi, self._intern(piece)) for lo, hi, piece in byte_segments(items)]
         row = self.steps[sid]  # after interning: it may grow the table
         row[:] = kernels.DEAD
