@@ -557,7 +557,10 @@ KEEP_POSITIONS = 4096
 #: Tokens whose next position a closure remembers (the first ones taken from it).
 KEEP_STEPS = 64
 _UNSEEN = object()
-#: A closure larger than this means a grammar the left-recursion check missed.
+#: The most configurations a closure may hold: an ambiguous grammar's stacks
+#: multiply with the text (``r: r r | N`` over digits: each digit may end an
+#: ``N`` and start a call, 20,000 stacks after 11 tokens); past the bound a
+#: mask raises ``CompileLimitExceeded``, as ``domino``'s parses do.
 MAX_CLOSURE = 100_000
 
 
@@ -585,7 +588,13 @@ class Closure:
                     seen.add(config)
                     todo.append(config)
             if len(seen) > MAX_CLOSURE:
-                raise RuntimeError("pushdown closure exceeded its bound (left recursion?)")
+                raise CompileLimitExceeded(
+                    "closure",
+                    MAX_CLOSURE,
+                    len(seen),
+                    "pushdown configurations reachable at once: the grammar is ambiguous "
+                    "past the bound",
+                )
         self.by_state: dict[int, list] = {}
         for s, stack in seen:
             self.by_state.setdefault(s, []).append(stack)

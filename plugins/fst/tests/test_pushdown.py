@@ -138,6 +138,20 @@ def test_indirect_left_recursion_is_refused(vocab):
         ca.get("fst").compile(ca.Grammar(hidden), vocab)
 
 
+def test_configurations_past_the_bound_are_a_compile_limit(vocab, monkeypatch):
+    """An ambiguous grammar's stacks multiply with the text; past the bound a
+    mask raises the documented ``CompileLimitExceeded``, not a bare error."""
+    from constrain_fst import backend
+
+    compiled = ca.get("fst").compile(ca.Grammar("start: r\nr: r r | N\nN: /[0-9]+/"), vocab)
+    checker = compiled.checker()
+    checker.update(paths.byte_by_byte(vocab, "1234"))
+    monkeypatch.setattr(backend, "MAX_CLOSURE", 50)
+    with pytest.raises(ca.CompileLimitExceeded, match="closure"):
+        checker.update(paths.byte_by_byte(vocab, "5678"))
+        checker.mask()
+
+
 def test_a_grammar_with_no_string_is_refused_as_every_backend_does(vocab):
     with pytest.raises(ca.ConstraintError, match="derives no string"):
         ca.get("fst").compile(ca.Grammar('start: "a" start'), vocab)
