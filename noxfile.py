@@ -81,6 +81,7 @@ def conformance(session: nox.Session) -> None:
         # a mask costs up to 0.3 s on a 128k vocabulary for some engines
         # (xgrammar's counted repetitions): bound the walk, not the documents
         "--conformance-max-steps=64",
+        "--conformance-generated=300",
         "-q",
         *session.posargs,
     )

@@ -61,6 +61,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "schemas, from the shared folder to the corpus (default 0)",
     )
     group.addoption(
+        "--conformance-generated",
+        type=int,
+        default=60,
+        help="generated regexes, grammars and JSON schemas per backend and kind, judged "
+        "against the oracle (generated.py; default 60, 0: none)",
+    )
+    group.addoption(
         "--conformance-timeout", type=float, default=120.0, help="seconds per case (default 120)"
     )
     group.addoption(
@@ -173,7 +180,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         and item.stash.get(LAST_OUTCOME, "") != "fail"
     ):
         case = callspec.params.get("case")
-        family = case.family if case is not None else "errors"
+        family = case.family if case is not None else callspec.params.get("kind", "errors")
         row = results(item.config)[(str(callspec.params["backend_spec"]), family)]
         row.failed += 1
         row.notes.add(f"{item.name}: {call.excinfo.typename if call.excinfo else 'failed'}")
@@ -195,4 +202,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             vocabularies,
             config.getoption("--conformance-maskbench"),
             config.getoption("--conformance-max-steps"),
+            config.getoption("--conformance-generated"),
         )

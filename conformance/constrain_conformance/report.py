@@ -41,11 +41,17 @@ def _share(row) -> str:
 
 
 def write_matrix(
-    path: str, results: dict, vocabularies: list[str], schemas: int = 0, max_steps: int = 0
+    path: str,
+    results: dict,
+    vocabularies: list[str],
+    schemas: int = 0,
+    max_steps: int = 0,
+    generated: int = 0,
 ) -> None:
     """Write backend × family outcomes to ``path`` (Markdown); ``schemas``: the
     ``--conformance-maskbench`` count the corpus ran with; ``max_steps``: the
-    ``--conformance-max-steps`` bound on mask comparisons (0: none)."""
+    ``--conformance-max-steps`` bound on mask comparisons (0: none);
+    ``generated``: the ``--conformance-generated`` count."""
     backends = sorted({backend for backend, _ in results})
     lines = [
         "# Conformance matrix",
@@ -53,6 +59,12 @@ def write_matrix(
         f"Produced by `nox -s conformance` on {datetime.date.today().isoformat()}; "
         f"vocabularies: {', '.join(vocabularies)}; corpus: the built-in cases"
         + (f" and up to {schemas} MaskBench and {schemas} Test Suite schemas" if schemas else "")
+        + (
+            f"; {generated} generated regexes, grammars and schemas per backend and kind "
+            "(on the generated vocabulary), one check each"
+            if generated
+            else ""
+        )
         + "."
         + (
             f" Masks are compared over the first {max_steps} tokens of each path "

@@ -71,11 +71,12 @@ def compiled_pair(backend_spec, backend, oracle, vocab, case, record):
 
 @pytest.fixture
 def record(request: pytest.FixtureRequest, backend_spec: BackendSpec):
-    """``record(outcome, precision=, recall=, reproduced=, targets=)`` into the
-    matrix row of this test (the last two: minimal-invasiveness counts)."""
+    """``record(outcome, precision=, recall=, reproduced=, targets=, family=)``
+    into the matrix row of this test (``reproduced``, ``targets``:
+    minimal-invasiveness counts; ``family``: the row of a test without a
+    case, whose own is ``errors``)."""
     case = request.getfixturevalue("case") if "case" in request.fixturenames else None
-    family = case.family if case else "errors"
-    row = results(request.config)[(str(backend_spec), family)]
+    rows = results(request.config)
 
     def add(
         outcome: str,
@@ -83,7 +84,9 @@ def record(request: pytest.FixtureRequest, backend_spec: BackendSpec):
         recall: float = 1.0,
         reproduced: int = 0,
         targets: int = 0,
+        family: str | None = None,
     ) -> None:
+        row = rows[(str(backend_spec), family or (case.family if case else "errors"))]
         request.node.stash[LAST_OUTCOME] = outcome
         if outcome == "unsupported":
             row.unsupported += 1
