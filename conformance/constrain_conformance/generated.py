@@ -103,10 +103,27 @@ GRAMMAR_TERMINALS = {
     "CM": r"/\/\*(.|\n)*?\*\//",
     "WORD": "/é+|€/",
     "NEVER": "/(?!a)a/",  # no string at all
+    "FI": "/ab/i",
+    "NL": r'"\n"',
+    "QQ": r'"\""',
+    "OPT": "/(ab)?c/",
+    "LAZY": "/a+?/",  # its shortest matches
+    "STAR": "/a*/",  # the empty string too (some scanners refuse it)
+}
+#: Terminals imported from lark's ``common`` grammar (``ESCAPED_STRING``: lazy).
+IMPORTED_TERMINALS = {
+    "ES": "%import common.ESCAPED_STRING -> ES",
+    "SN": "%import common.SIGNED_NUMBER -> SN",
 }
 #: The rules of every generated grammar (``_r3`` inlined, ``?r4`` inlined when it has one child).
 _RULES = ("r1", "r2", "_r3", "r4")
-_IGNORES = ("", '%ignore " "', "%import common.WS\n%ignore WS", r"%ignore /\/\/[^\n]*/")
+_IGNORES = (
+    "",
+    '%ignore " "',
+    "%import common.WS\n%ignore WS",
+    r"%ignore /\/\/[^\n]*/",
+    "%import common.WS\n%ignore WS\n%ignore /\\/\\*(.|\\n)*?\\*\\//",
+)
 
 
 def _expression(symbols: list[str]) -> st.SearchStrategy[str]:
@@ -128,10 +145,11 @@ def _expression(symbols: list[str]) -> st.SearchStrategy[str]:
 def grammars(draw: st.DrawFn) -> str:
     """Lark grammars of a start rule and four more (recursive, left-recursive,
     inlined, with no base case at times) over a few of
-    :data:`GRAMMAR_TERMINALS`, with or without something ``%ignore``d."""
-    names = draw(st.lists(st.sampled_from(sorted(GRAMMAR_TERMINALS)), min_size=2, max_size=5,
-                          unique=True))  # fmt: skip
-    literals = [GRAMMAR_TERMINALS[n] for n in names]
+    :data:`GRAMMAR_TERMINALS` and :data:`IMPORTED_TERMINALS`, with or
+    without something ``%ignore``d."""
+    every = sorted(GRAMMAR_TERMINALS) + sorted(IMPORTED_TERMINALS)
+    names = draw(st.lists(st.sampled_from(every), min_size=2, max_size=5, unique=True))
+    literals = [GRAMMAR_TERMINALS[n] for n in names if n in GRAMMAR_TERMINALS]
     symbols = names + literals + list(_RULES)
     body = _expression(symbols)
     name = st.sampled_from(names)
@@ -142,7 +160,7 @@ def grammars(draw: st.DrawFn) -> str:
         # (at times with no base case: a rule that derives no string)
         f"_r3: {draw(st.one_of(body, name.map('_r3 {}'.format), body.map('{} _r3'.format)))}",
         f"?r4: {draw(name)} | {draw(body)}",
-        *(f"{n}: {GRAMMAR_TERMINALS[n]}" for n in names),
+        *(IMPORTED_TERMINALS.get(n) or f"{n}: {GRAMMAR_TERMINALS[n]}" for n in names),
     ]
     ignore = draw(st.sampled_from(_IGNORES))
     return "\n".join(lines + ([ignore] if ignore else []))
