@@ -63,6 +63,12 @@ GREEDY_LEXER_MISSES = frozenset(
 )
 
 
+#: Grammars where llguidance skips every match of an ``%ignore``d terminal,
+#: so a rule that uses the terminal never sees it (``a b`` of
+#: ``start: "a" (SP "b")*`` with ``%ignore SP`` is out).
+IGNORED_SYMBOL_MISSES = frozenset({"ignored-symbol-grammar"})
+
+
 @pytest.mark.parametrize("case", EXACT_CASES, ids=[c.name for c in EXACT_CASES])
 @pytest.mark.parametrize("mode", ["engine", "lowering"])
 def test_masks_equal_the_oracles_on_the_corpus(vocab, naive, case, mode):
@@ -83,7 +89,9 @@ def test_masks_equal_the_oracles_on_the_corpus(vocab, naive, case, mode):
         return
     compiled = ca.get("llguidance", json_schema=mode).compile(case.spec, vocab)
     oracle = naive.compile(case.spec, vocab)
-    pinned = mode == "lowering" and case.name in GREEDY_LEXER_MISSES
+    pinned = (
+        mode == "lowering" and case.name in GREEDY_LEXER_MISSES
+    ) or case.name in IGNORED_SYMBOL_MISSES
     missed = False
     for doc in case.valid:
         for path in filter(None, (paths.natural(vocab, doc), paths.byte_by_byte(vocab, doc))):
