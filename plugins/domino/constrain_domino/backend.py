@@ -327,10 +327,9 @@ class DominoCompiled(BaseCompiled):
                         out.add((stack, t, q2))
                     if not accept[t][q]:
                         continue
-                    if t not in ignore:  # (several stacks where the grammar has conflicts)
-                        stacks = lr.feed_all(stack, names[t])
-                    elif t in g.ignore_in_rules:  # ignored, or shifted as a symbol
-                        stacks = (stack, *lr.feed_all(stack, names[t]))
+                    if t in g.shifted:  # (several stacks where the grammar has conflicts)
+                        fed_t = lr.feed_all(stack, names[t])
+                        stacks = (stack, *fed_t) if t in ignore else fed_t  # (or ignored)
                 for fed in stacks:
                     for u, qu in first[byte]:
                         if u in ignore or lr.feed_all(fed, names[u]):
@@ -374,7 +373,7 @@ class DominoCompiled(BaseCompiled):
                 continue
             if t in g.ignore and lr.accepts_end(stack):  # (the ignored text ends it)
                 return True
-            if (t not in g.ignore or t in g.ignore_in_rules) and any(
+            if t in g.shifted and any(
                 lr.accepts_end(done) for done in lr.feed_all(stack, g.names[t])
             ):
                 return True

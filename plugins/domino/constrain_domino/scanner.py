@@ -51,10 +51,13 @@ class ScannerGrammar:
         self.accept = [d.accept for d in self.dfas]
         self.starts = [d.start for d in self.dfas]
         self.index = {name: i for i, name in enumerate(self.names)}
-        #: the ignored terminals the rules use too: completed, each is either
-        #: ignored or shifted (the core's grammar language reads it both ways)
+        #: the terminals the parser shifts when they complete: all but those
+        #: only ignored (one that is ignored and used by the rules is read
+        #: both ways, as the core's grammar language reads it)
         in_rules = {symbol for _, rhs in self.rules for symbol in rhs}
-        self.ignore_in_rules = frozenset(t for t in self.ignore if self.names[t] in in_rules)
+        self.shifted = frozenset(
+            t for t, name in enumerate(self.names) if t not in self.ignore or name in in_rules
+        )
         self.follows, self.initial = _adjacency(self)
         #: per byte, the terminals that byte can start and their state after it
         #: (from each terminal's start row's runs: most are a byte or two)

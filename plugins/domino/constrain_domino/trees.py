@@ -276,7 +276,7 @@ class TreeBuilder:
         ways = []
         if t in g.ignore:
             ways.append((node, g.follows[self._label[node]] if node else None))
-        if t not in g.ignore or t in g.ignore_in_rules:
+        if t in g.shifted:
             ways.append((self._child(node, t), g.follows[t]))
         return ways
 
