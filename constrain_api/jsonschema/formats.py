@@ -403,10 +403,11 @@ def formats_as_patterns(schema: object, *, assert_formats: bool = True) -> objec
         if assert_formats and name in _SOURCES:
             pattern = format_pattern(name)
             if isinstance(out.get("pattern"), str):
-                if not isinstance(out.get("allOf", []), list):
+                others = out.get("allOf", [])
+                if not isinstance(others, list):
                     out["format"] = name  # (a malformed allOf: for the engine to refuse)
                     return out
-                out["allOf"] = [*out.get("allOf", []), {"pattern": pattern}]
+                out["allOf"] = [*others, {"pattern": pattern}]
             else:
                 out["pattern"] = pattern
         return out

@@ -538,8 +538,11 @@ class Lowerer:
                 deferred = value if key == "__allOf__" else [{key: value}]
                 out["__allOf__"] = list(out.get("__allOf__", [])) + deferred
                 continue
-            if key == "__conditionals__":
+            if key in ("__conditionals__", "__patterns__"):
                 out[key] = [*mine, *value]
+                continue
+            if key == "pattern":  # (a string must match both: the second kept beside)
+                out["__patterns__"] = [*out.get("__patterns__", []), value]
                 continue
             out[key] = self._merge_keyword(key, mine, value, a, b, where)
         for x, y in ((a, b), (b, a)):
@@ -604,7 +607,7 @@ class Lowerer:
             if isinstance(x, list) or isinstance(y, list):
                 raise _unsupported(key, where, "merging positional item lists")
             return {"allOf": [x, y]}
-        if key in ("pattern", "format", "multipleOf", "uniqueItems", "if", "then", "else"):
+        if key in ("format", "multipleOf", "uniqueItems", "if", "then", "else"):
             raise _unsupported(f"allOf with two {key} keywords", where, "their conjunction")
         if not _validating({key: x}):
             return x  # annotations: keep the first
@@ -743,7 +746,7 @@ class Lowerer:
 
     def _merged_all_of(self, s: Any, where: str) -> Any:
         """``s`` with its ``allOf`` merged in (``_flatten``: the same values),
-        or ``s`` itself where the members have no merge (two patterns...)."""
+        or ``s`` itself where the members have no merge (two formats...)."""
         merged = self._resolved(s, where, expand=False)
         return s if merged is None else merged
 
@@ -1231,27 +1234,29 @@ class Lowerer:
             fmt = None  # unknown formats only annotate (JSON Schema 2020-12 §7.2.1)
         if "__not_strings__" in s:
             excluded = s["__not_strings__"]
-            if "pattern" in s or fmt or lo or hi is not None:  # (the others' strings, less these)
+            if _matched(s) or fmt or lo or hi is not None:  # (the others' strings, less these)
                 rest = {k: v for k, v in s.items() if k != "__not_strings__"}
                 return self._string_minus(rest, [{"enum": excluded}], where)
             return _quoted_rx(self._strings_not_in(excluded))
-        if fmt is not None or "pattern" in s:
+        if fmt is not None or _matched(s):
             return self._string_matching(s, fmt, lo, hi, where)
         return Rx(strings.string_regex(lo, hi))
 
     def _string_matching(
         self, s: dict, fmt: str | None, lo: int, hi: int | None, where: str
     ) -> Expr:
-        """Strings of a ``format`` and/or a ``pattern``, ``lo`` to ``hi``
-        characters: the regex when there is one of them and it prints within
-        the limits; else (both, or a length bound whose regex is too big or
-        cuts through a repetition) their intersection, known by its AST
-        alone (``opaque``: the automata forms hold it, text outputs refuse it)."""
-        if fmt is None or "pattern" not in s:
+        """Strings of a ``format`` and/or ``pattern``s (``__patterns__``: an
+        ``allOf``'s others), ``lo`` to ``hi`` characters: the regex when there
+        is one of them and it prints within the limits; else (several, or a
+        length bound whose regex is too big or cuts through a repetition)
+        their intersection, known by its AST alone (``opaque``: the automata
+        forms hold it, text outputs refuse it)."""
+        patterns = _matched(s)
+        if len(patterns) + (fmt is not None) == 1:
             try:
                 if fmt is None:
                     text = strings.pattern_regex(
-                        s["pattern"], min_length=lo, max_length=hi, where=where
+                        patterns[0], min_length=lo, max_length=hi, where=where
                     )
                 elif lo or hi is not None:
                     node = formats.format_node(fmt)
@@ -1266,9 +1271,8 @@ class Lowerer:
                 if "minLength/maxLength" not in e.construct:
                     raise
         parts = [] if fmt is None else [formats.format_node(fmt)]
-        if "pattern" in s:
-            parts.append(strings.pattern_node(s["pattern"], where=where))
-        node = parts[0] if len(parts) == 1 else Intersect(parts[0], parts[1])
+        parts += [strings.pattern_node(p, where=where) for p in patterns]
+        node = functools.reduce(Intersect, parts)
         return opaque(strings.quoted_node(node, lo, hi))
 
     def _string_minus(self, s: dict, negated: list[dict], where: str) -> Expr:
@@ -1668,6 +1672,12 @@ def _has_marker(x: Any) -> bool:
     return False
 
 
+def _matched(s: dict) -> list[str]:
+    """The patterns a string of ``s`` must match: its ``pattern`` and those
+    an ``allOf`` merged in beside it (``__patterns__``)."""
+    return ([s["pattern"]] if "pattern" in s else []) + list(s.get("__patterns__", ()))
+
+
 def _validating(s: dict) -> bool:
     """Whether any keyword of ``s`` can reject a value."""
     return any(k in _HANDLED or k in _REFUSED or k.startswith("__") for k in s)
@@ -1878,6 +1888,8 @@ def _standard(x: Any) -> Any:
             extra.append({"not": {"enum": value}})
         elif key == "__fractional__":
             extra.append({"not": {"type": "integer"}})
+        elif key == "__patterns__":
+            extra += [{"pattern": p} for p in value]
         elif key in ("__allOf__", "__conditionals__"):
             extra += [_standard(part) for part in value]
         elif isinstance(key, str) and key.startswith("__"):
@@ -1997,7 +2009,9 @@ _KEYWORDS_OF_TYPE = {
         "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
         "contains", "minContains", "maxContains", "unevaluatedItems",
     }),
-    "string": frozenset({"pattern", "minLength", "maxLength", "format", "__not_string__"}),
+    "string": frozenset({
+        "pattern", "__patterns__", "minLength", "maxLength", "format", "__not_string__",
+    }),
     "number": frozenset({
         "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
     }),
@@ -2241,7 +2255,7 @@ def _failures_of_union(neg: dict, resolve: Resolver, depth: int) -> list | None:
     return ways
 
 
-_STRING_FAILS = frozenset({"pattern", "minLength", "maxLength", "format"})
+_STRING_FAILS = frozenset({"pattern", "__patterns__", "minLength", "maxLength", "format"})
 _NUMBER_FAILS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
 _ARRAY_FAILS = frozenset({"items", "minItems", "maxItems"})
 _OBJECT_FAILS = frozenset(

@@ -1330,6 +1330,35 @@ def test_a_pattern_beside_a_format_is_their_intersection():
     assert accepts('"2024-02-29"') and not accepts('"2024-02-30"')
 
 
+def test_patterns_of_an_allof_are_their_intersection():
+    """Two or three ``pattern``s met in one schema through ``allOf`` (before,
+    refused): a string must match each of them, also beside a format, a
+    length bound, a nested ``allOf``, under ``not`` and in a ``oneOf``
+    whose branches they keep apart; judged by the validator. The text form
+    has no spelling of an intersection and refuses it."""
+    both = {"type": "string", "allOf": [{"pattern": "^a"}, {"pattern": "b$"}]}
+    strings_ = ["ab", "axb", "a", "b", "ba", "", "aab", "abc", 3, None]
+    verdicts = judged_by_the_validator(both, strings_)
+    assert verdicts[:6] == [True, True, False, False, False, False]
+    with pytest.raises(CompileLimitExceeded, match="no regex text"):
+        lower_json_schema(JsonSchema(both))
+    three = {"pattern": "c", "allOf": [{"pattern": "^a"}, {"allOf": [{"pattern": "b$"}]}]}
+    verdicts = judged_by_the_validator(three, ["acb", "ab", "cab", "acbc", "c", 7, [1]])
+    assert verdicts == [True, False, False, False, False, True, True]
+    bounded = {**both, "maxLength": 3, "minLength": 3}
+    assert judged_by_the_validator(bounded, ["axb", "ab", "axxb", "xab"]) == [
+        True, False, False, False]  # fmt: skip
+    dated = {"type": "string", "format": "date", "allOf": [{"pattern": "^2"}, {"pattern": "9$"}]}
+    _, accepts = language(dated)
+    assert accepts('"2024-02-29"') and not accepts('"2023-02-29"')
+    assert not accepts('"2024-02-28"') and not accepts('"1999-01-09"')
+    negated = {"type": "string", "not": both}
+    verdicts = judged_by_the_validator(negated, strings_)
+    assert verdicts[:6] == [False, False, True, True, True, True]
+    apart = {"oneOf": [both, {"type": "string", "pattern": "^ab$"}]}
+    assert judged_by_the_validator(apart, ["ab", "axb", "x"]) == [False, True, False]
+
+
 def test_a_pattern_with_lookaheads_is_an_intersection():
     """A password rule (lookaheads at the start of an anchored pattern),
     alone and under a length bound, in an object: judged by the validator
