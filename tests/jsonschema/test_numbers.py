@@ -7,8 +7,10 @@ with ``decimal.Decimal`` and tests the value exactly (``fractions.Fraction``).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+from bisect import bisect_left, bisect_right
 from decimal import Decimal
 from fractions import Fraction
 
@@ -108,6 +110,35 @@ def candidates(*centers, spread: int = 4) -> set[str]:
     return out
 
 
+def digit_neighbours(*centers) -> set[str]:
+    """Texts that differ from each center's digits in one place, where a
+    range's regex splits by digit position: one digit up or down with the
+    digits after it all 0 or all 9 (or kept), a digit fewer or more, and
+    the same with a fraction part; both signs."""
+    out: set[str] = set()
+    for c in centers:
+        if c is None:
+            continue
+        text = f"{abs(Decimal(repr(c) if isinstance(c, float) else c)):f}"
+        whole, _, frac = text.partition(".")
+        digits = whole + frac
+        variants = {digits[:-1], digits + "0", digits + "9", digits[1:]}
+        for i, d in enumerate(digits):
+            for e in {int(d) - 1, int(d) + 1} & set(range(10)):
+                rest = digits[i + 1 :]
+                for tail in (rest, "0" * len(rest), "9" * len(rest)):
+                    variants.add(digits[:i] + str(e) + tail)
+        for v in variants:
+            if not v:
+                continue
+            for point in {len(whole), len(whole) - 1, len(whole) + 1, len(v)}:
+                if 0 < point <= len(v):
+                    head, tail = v[:point].lstrip("0") or "0", v[point:]
+                    t = f"{head}.{tail}" if tail else head
+                    out |= {t, f"-{t}"}
+    return out
+
+
 def check(kw: dict, texts: set[str] | None = None) -> str:
     regex = number_regex(**kw)
     re.compile(regex)
@@ -115,6 +146,7 @@ def check(kw: dict, texts: set[str] | None = None) -> str:
     dfa = ByteDFA.from_regex(regex)
     if texts is None:
         texts = candidates(kw.get("minimum"), kw.get("maximum"), kw.get("multiple_of"))
+        texts |= digit_neighbours(kw.get("minimum"), kw.get("maximum"))
     for t in sorted(texts):
         want = oracle(t, kw)
         assert bool(re.fullmatch(regex, t)) == want, (kw, t, want, regex)
@@ -400,6 +432,77 @@ def test_malformed_arguments():
         number_regex(True)  # type: ignore[arg-type]
 
 
+# ------------------------------------------------------- exhaustive windows
+
+
+def bisect(keys: list[int], bound: Fraction, right: bool) -> int:
+    """Where ``bound`` goes in the sorted ``keys``: after its equals when ``right``."""
+    return (bisect_right if right else bisect_left)(keys, bound)
+
+
+def matched_in(regex: str, texts: list[str]) -> set[str]:
+    """The texts ``regex`` matches whole: one scan of them joined by lines."""
+    return set(re.findall(f"(?m)^(?:{regex})$", "\n".join(texts)))
+
+
+def test_every_integer_in_a_window():
+    """Integer ranges between bounds whose digits meet each split a range's
+    regex makes (a digit 0, 1 or 9 on either side, runs of 0s and 9s, one
+    length to the next, either sign), against every integer text of a
+    window around them: texts near a bound miss a wrong middle of the range,
+    such as a digit class of one value dropped or a digit slot that takes
+    one digit too few or too many."""
+    lows = [None, -1205, -150, -1, 0, 1, 10, 101, 110, 199, 1000, 1050]
+    highs = [None, -101, 0, 9, 99, 109, 150, 205, 999, 1150, 1205, 1999, 2000, 9099, 11150]
+    numbers = set(range(-2100, 12001))
+    for bound in lows + highs:  # (and a digit more or fewer anywhere: past the window)
+        digits = str(abs(bound or 0))
+        for i in range(len(digits) + 1):
+            near = {digits[:i] + d + digits[i:] for d in "059"} | {digits[:i] + digits[i + 1 :]}
+            numbers |= {sign * int(t) for t in near if t for sign in (1, -1)}
+    texts = [str(n) for n in sorted(numbers)]
+    for lo in lows:
+        for hi in highs:
+            if lo is not None and hi is not None and lo > hi:
+                continue
+            want = {
+                t for t in texts if (lo is None or int(t) >= lo) and (hi is None or int(t) <= hi)
+            }
+            assert matched_in(integer_regex(lo, hi), texts) == want, (lo, hi)
+
+
+def test_every_decimal_in_a_window():
+    """Bounds with fraction digits (a 0, 1, 5 or 9 in each place, values
+    below one and past ten, either sign, inclusive and exclusive) against
+    every decimal of up to three places in [-2.5, 2.5] and of up to two in
+    [-120, 120]."""
+    windows = [
+        ([-1.25, -0.5, 0, 0.05, 0.1, 0.15, 0.205, 0.999, 1, 1.05, 1.25, 2.005], Fraction(5, 2), 3),
+        ([-99.95, -10.5, 0, 0.5, 10.05, 99.95, 100.05, 110], Fraction(120), 2),
+    ]
+    for points, reach, places in windows:
+        texts = [
+            fmt(k, p)
+            for p in range(places + 1)
+            for k in range(-math.floor(reach * 10**p), math.floor(reach * 10**p) + 1)
+        ]
+        scale = 10**places  # (every value and bound an integer number of 10**-places)
+        texts.sort(key=lambda t: Fraction(t))
+        keys = [int(Fraction(t) * scale) for t in texts]
+        for lo, hi in itertools.combinations([None, *points, None], 2):
+            for lo_ex, hi_ex in itertools.product([False, True], repeat=2):
+                start = 0 if lo is None else bisect(keys, exact(lo) * scale, lo_ex)
+                end = len(keys) if hi is None else bisect(keys, exact(hi) * scale, not hi_ex)
+                want = set(texts[start:end])
+                kw = {
+                    "minimum": lo,
+                    "maximum": hi,
+                    "exclusive_minimum": lo_ex,
+                    "exclusive_maximum": hi_ex,
+                }
+                assert matched_in(number_regex(**kw), texts) == want, kw
+
+
 # ------------------------------------------------------------------ hypothesis
 
 decimals = st.builds(
@@ -407,7 +510,7 @@ decimals = st.builds(
     st.integers(-3000, 3000),
     st.integers(0, 3),
 )
-bounds = st.one_of(st.none(), st.integers(-1200, 1200), decimals)
+bounds = st.one_of(st.none(), st.integers(-1200, 1200), decimals, st.integers(-(10**7), 10**7))
 multiples = st.sampled_from(
     [None, None, None, 1, 2, 3, 4, 5, 7, 10, 16, 25, 0.5, 0.1, 0.25, 0.01, 2.5, 0.3, 0.125]
 )
@@ -446,7 +549,7 @@ def test_random_bounds(lo, hi, lo_ex, hi_ex, integer, q):
     except CompileLimitExceeded:
         assert q in (3, 7, 0.3), kw
         return
-    check(kw, candidates(lo, hi, q, spread=3))
+    check(kw, candidates(lo, hi, q, spread=3) | digit_neighbours(lo, hi))
 
 
 def test_draft_4_integers_have_no_fraction():
