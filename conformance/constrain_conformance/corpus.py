@@ -289,6 +289,38 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
         ('{"shape":"circle","r":1.5}', '{"shape":"square","side":2}'),
         ("5", '{"shape":"circle"}', '{"shape":"square","r":1}', '"circle"'),
     ),
+    Case(  # oneOf of open objects told apart by a tag no branch requires (split by it)
+        "tagged-oneof-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "type": "object",
+                "oneOf": [
+                    {
+                        "properties": {
+                            "country": {"const": f"c{i}"},
+                            "state": {"enum": [f"s{i}", f"s{i + 1}"]},
+                            "zip": {"type": "string", "maxLength": 4},
+                        }
+                    }
+                    for i in range(8)
+                ],
+            }
+        ),
+        (
+            '{"country":"c3","state":"s4"}',
+            '{"state":"s0"}',
+            '{"state":"s8","zip":"12"}',
+            '{"country":"c7","extra":1}',
+        ),
+        (
+            "{}",
+            '{"state":"s1"}',
+            '{"country":"zz"}',
+            '{"country":"c3","state":"s0"}',
+            '{"zip":"1"}',
+        ),
+    ),
     Case(  # draft-07 dependencies: a member absent, or present with what it requires
         "dependencies-schema",
         "json_schema",

@@ -538,7 +538,7 @@ class Lowerer:
                 deferred = value if key == "__allOf__" else [{key: value}]
                 out["__allOf__"] = list(out.get("__allOf__", [])) + deferred
                 continue
-            if key in ("__conditionals__", "__patterns__"):
+            if key in ("__conditionals__", "__patterns__", "__not_strings__", "__not_string__"):
                 out[key] = [*mine, *value]
                 continue
             if key == "pattern":  # (a string must match both: the second kept beside)
@@ -809,6 +809,8 @@ class Lowerer:
                     parts += [self.lower(s, where) for s in exclusive]
                     continue
                 exclusive = _exclusive_objects(only, bool(self.options.additional_properties))
+                if exclusive is None:
+                    exclusive = self._exclusive_by_tag(only, where)
             else:
                 exclusive = _exclusive_failing(only, tau, resolve)
             if exclusive is None:
@@ -818,6 +820,73 @@ class Lowerer:
             except UnsupportedConstraint:  # (a negation it cannot express)
                 return None
         return either(*parts)
+
+    def _exclusive_by_tag(self, branches: list[dict], where: str, depth: int = 0) -> list | None:
+        """Object branches of plain member keywords told apart by a tag: a
+        member whose values some branches list (``enum``/``const``), which
+        none need require (``{"kind": {"enum": ["a"]}}``), made exclusive one
+        case of the tag at a time. The cases are disjoint: the tag present
+        with one of the listed values (grouped by the branches that take
+        them), present with none of them, absent. In each, the branches that
+        take the case's tag values keep it pinned (in place, so members keep
+        their order) and are made exclusive as ``_exclusive_objects`` (or
+        split again by another tag); the others take no value of the case.
+        A value matches exactly one branch iff it matches exactly one in its
+        case. ``None`` when no member is such a tag, or a case cannot be
+        made exclusive: where the ways each branch fails the others multiply
+        past ``_MAX_ABSENT_CHOICES``, a tag that decides most pairs cuts them."""
+        default_open = bool(self.options.additional_properties)
+        plain = {"type", "properties", "required", "additionalProperties"}
+        if depth >= _MAX_TAG_SPLITS or any(
+            set(b) - plain - _annotations(b)
+            or not isinstance(b.get("properties", {}), dict)
+            or b.get("additionalProperties", default_open) not in (True, False)
+            for b in branches
+        ):
+            return None
+        order = [n for b in branches for n in _members_declared(b)]
+        named = []  # (every open branch declares every name, so the tag has its place)
+        for b in branches:
+            mine = dict(b.get("properties", {}))
+            if b.get("additionalProperties", default_open):
+                mine.update({n: True for n in [*b.get("required", []), *order] if n not in mine})
+            named.append({**b, "properties": mine})
+        for tag in dict.fromkeys(order):
+            takes = [self._tag_values(b, tag, where) for b in named]
+            if any(t is _NOT_A_TAG for t in takes) or sum(isinstance(t, list) for t in takes) < 2:
+                continue
+            if all(t == takes[0] for t in takes):
+                continue  # (the same for every branch: no case would tell them apart)
+            cases = _tag_cases(named, tag, takes)
+            out = []
+            for case in cases:
+                if len(case) <= 1:
+                    out += case
+                    continue
+                exclusive = _exclusive_required(case)
+                if exclusive is None:
+                    exclusive = _exclusive_objects(case, default_open)
+                if exclusive is None:
+                    exclusive = self._exclusive_by_tag(case, where, depth + 1)
+                if exclusive is None:
+                    break
+                out += exclusive
+            else:
+                return out
+        return None
+
+    def _tag_values(self, b: dict, tag: str, where: str) -> Any:
+        """How branch ``b`` takes member ``tag``: the listed values its
+        subschema accepts (judged by the validator), ``True`` (any value:
+        declared as such, or ``b`` open), ``False`` (none: closed without
+        it, or declared ``false``), or ``_NOT_A_TAG``."""
+        sub = b["properties"].get(tag, b.get("additionalProperties", True))
+        if _takes_all(sub) or sub is False:
+            return bool(sub)
+        sub = self._resolved(sub, where)
+        values = _listed_values(sub) if isinstance(sub, dict) else None
+        accepted = None if values is None else self._accepted(sub, values)
+        return _NOT_A_TAG if accepted is None else accepted
 
     def _conditional(self, s: dict, where: str) -> Any:
         """``s`` with its conditionals (its own ``if``/``then``/``else`` and
@@ -1124,7 +1193,7 @@ class Lowerer:
             self.root, default=jsonschema.Draft202012Validator
         )
 
-    def _validator_for(self, schema: dict) -> Any:
+    def _validator_for(self, schema: Any) -> Any:
         """A ``jsonschema`` validator of ``schema`` (a part of this document)
         for the document's draft; the registry of the document is made once."""
         if self._validation is None:
@@ -1137,19 +1206,28 @@ class Lowerer:
             checker = cls.FORMAT_CHECKER if self.options.format_assertion else None
             self._validation = (cls, registry, checker)
         cls, registry, checker = self._validation
+        if isinstance(schema, bool):  # (drafts before 6 have no boolean schemas)
+            schema = {} if schema else {"not": {}}
         return cls(_absolute_refs(schema), registry=registry, format_checker=checker)
 
     def _judged(self, schema: Any, values: list) -> list:
         """The ``values`` that ``schema`` (a part of this document) accepts,
-        by the validator; all of them where it cannot judge (a marker of the
-        lowering's own, an unusable keyword): never fewer than it accepts."""
+        by the validator; all of them where it cannot judge (``_accepted``):
+        never fewer than it accepts."""
+        accepted = self._accepted(schema, values)
+        return values if accepted is None else accepted
+
+    def _accepted(self, schema: Any, values: list) -> list | None:
+        """The ``values`` that ``schema`` (a part of this document) accepts,
+        by the validator; ``None`` where it cannot judge (not an object
+        schema, a marker of the lowering's own, an unusable keyword)."""
         if not isinstance(schema, dict) or _has_marker(schema):
-            return values
+            return None
         try:
             validator = self._validator_for(schema)
             return [v for v in values if validator.is_valid(v)]
         except Exception:  # (an unresolvable reference, an unusable keyword)
-            return values
+            return None
 
     def literal(self, value: Any) -> Expr:
         """Exactly the JSON text of ``value`` (numbers in their equal spellings)."""
@@ -2076,6 +2154,49 @@ def _exclusive_required(branches: list[dict]) -> list[dict] | None:
     return out
 
 
+#: ``_tag_values`` of a member that does not tell branches apart by listed values.
+_NOT_A_TAG = object()
+
+
+def _tag_cases(branches: list[dict], tag: str, takes: list) -> list[list[dict]]:
+    """The cases of member ``tag`` (see ``Lowerer._exclusive_by_tag``), each
+    the branches that take its values with the tag pinned to them: one case
+    per group of listed values that the same branches take, the tag with
+    none of the listed values, the tag absent."""
+    listed: list = []
+    for v in (v for t in takes if isinstance(t, list) for v in t):
+        if not any(_json_equal(v, w) for w in listed):
+            listed.append(v)
+    groups: dict[tuple[int, ...], list] = {}
+    for v in listed:
+        key = tuple(
+            i for i, t in enumerate(takes) if t is True or (t and any(_json_equal(v, w) for w in t))
+        )
+        groups.setdefault(key, []).append(v)
+
+    def pinned(i: int, sub: Any, present: bool) -> dict:
+        b = branches[i]
+        required = [*b.get("required", []), *([tag] if present else [])]
+        return {
+            **b,
+            "properties": {**b["properties"], tag: sub},
+            "required": list(dict.fromkeys(required)),
+        }
+
+    cases = [[pinned(i, {"enum": values}, True) for i in key] for key, values in groups.items()]
+    cases.append(
+        [pinned(i, {"not": {"enum": listed}}, True) for i, t in enumerate(takes) if t is True]
+    )
+    cases.append(
+        [
+            pinned(i, False, False)
+            for i, b in enumerate(branches)
+            if tag not in b.get("required", [])
+        ]
+    )
+    return cases
+
+
 def _printed(dfa: ByteDFA, node: Callable[[], Node]) -> Rx:
     """The piece of ``dfa``'s language: its regex (state elimination), or,
     too big to print, ``opaque(node())`` (``node``: the same language as a
@@ -2479,6 +2600,8 @@ _MAX_CONDITIONS = 4
 _MAX_CONTAINS = 64
 #: The most combinations of absent members ``_exclusive_required`` builds per branch.
 _MAX_ABSENT_CHOICES = 64
+#: The most tags ``_exclusive_by_tag`` splits object branches by, one within another.
+_MAX_TAG_SPLITS = 3
 
 
 def _members_declared(s: dict) -> list[str]:

@@ -4,6 +4,7 @@ members, recursion, oneOf, whitespace, errors that name keyword and pointer."""
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -1816,3 +1817,134 @@ def test_the_validator_reads_the_lowering_s_markers_as_standard_keywords():
     strings = _standard({"enum": ["a", "b"], "__not_string__": [{"pattern": "a"}]})
     assert [v for v in ["a", "b"] if jsonschema.Draft202012Validator(strings).is_valid(v)] == ["b"]
     assert _standard({"type": "__none__"}) is False
+
+
+def test_a_oneof_told_apart_by_a_member_no_branch_requires():
+    """Open object branches that list the values of a member none of them
+    requires (a ``type``/``kind`` tag): a value of one fails each other by
+    that member's value, so the ways meet as two negated lists in one
+    schema, merged into one (before, refused: "allOf merging
+    __not_strings__"). Judged by the validator: a tag picks its branch, no
+    tag leaves every branch matching (invalid), an unlisted tag none."""
+    tagged = {
+        "type": "object",
+        "oneOf": [
+            {"properties": {"kind": {"type": "string", "enum": [k]}, k: {"type": "integer"}}}
+            for k in "abc"
+        ],
+    }
+    verdicts = judged_by_the_validator(
+        tagged,
+        [{"kind": "a"}, {"kind": "b", "b": 1}, {"kind": "c", "a": "x"}, {"kind": "a", "a": "x"},
+         {}, {"a": 1}, {"kind": "d"}, {"kind": 1}, {"kind": "b", "c": 2.5}],
+    )  # fmt: skip
+    assert verdicts == [True, True, True, False, False, False, False, False, True]
+
+
+def test_a_negated_oneof_of_a_draft_without_boolean_schemas():
+    """Draft 4 has no boolean schemas, and the validator of that draft
+    refuses one; the lowering's own ``False`` (a member's types merged to
+    none) is judged as ``{"not": {}}`` there. Before, the ways a value fails
+    this recursive ``oneOf`` met such a schema and the lowering refused the
+    ``oneOf`` ("cannot check values"). Judged by the validator."""
+    tag = {"enum": ["void", "list", "map", "union"]}
+    schema = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "definitions": {
+            "tag": tag,
+            "base": {"type": "object", "properties": {"t": {"enum": ["void"]}}, "required": ["t"]},
+            "list": {
+                "type": "object",
+                "properties": {"t": {"enum": ["list"]}, "of": {"$ref": "#/definitions/tag"},
+                               "elem": {"$ref": "#/definitions/spec"}},
+                "required": ["t", "of", "elem"],
+            },
+            "map": {
+                "type": "object",
+                "properties": {"t": {"enum": ["map"]}, "key": {"$ref": "#/definitions/tag"},
+                               "value": {"$ref": "#/definitions/spec"}},
+                "required": ["t", "key"],
+            },
+            "struct": {
+                "type": "object",
+                "properties": {"t": {"enum": ["union"]}, "class": {"type": "string"}},
+                "required": ["t", "class"],
+            },
+            "spec": {"allOf": [{"type": "object"}, {"oneOf": [
+                {"$ref": "#/definitions/base"}, {"$ref": "#/definitions/list"},
+                {"$ref": "#/definitions/map"}, {"$ref": "#/definitions/struct"}]}]},
+        },
+        "type": "object",
+        "properties": {"oneway": {"type": "boolean"}},
+        "required": ["oneway"],
+        "oneOf": [
+            {"required": ["oneway"]},
+            {"properties": {"returns": {"$ref": "#/definitions/spec"}}, "required": ["returns"]},
+        ],
+    }  # fmt: skip
+    verdicts = judged_by_the_validator(
+        schema,
+        [{"oneway": True}, {"oneway": True, "returns": {"t": "void"}},
+         {"oneway": False, "returns": {"t": "map"}}, {"oneway": False, "returns": 3},
+         {"oneway": True, "returns": {"t": "map", "key": "void", "value": {"t": "void"}}},
+         {"oneway": True, "returns": {"t": "map", "key": "void", "value": {"t": "x"}}},
+         {"oneway": True, "returns": {"t": "union"}}, {"returns": {"t": "void"}}],
+    )  # fmt: skip
+    assert verdicts == [True, False, True, True, False, True, True, False]
+
+
+def test_a_oneof_of_many_branches_split_by_a_tag():
+    """Eight open object branches tagged by a ``country`` no branch requires,
+    each listing ``state``s that overlap its neighbour's: the ways each
+    fails the other seven multiply to 2^7 (before, refused). Split by the
+    tag (each country; none of the listed ones; absent) and, absent, told
+    apart by ``state``; then with a branch that names neither member but
+    requires its own (it takes every tag, listed or not: a second split, by
+    ``state``) and a closed one. Judged by the validator over every
+    combination of the members."""
+    branches = [
+        {
+            "properties": {
+                "country": {"type": "string", "enum": [f"c{i}"]},
+                "state": {"enum": [f"s{i}", f"s{i + 1}", "shared"]},
+                "postalCode": {"type": "string", "maxLength": 4},
+            }
+        }
+        for i in range(8)
+    ]
+    schema = {"type": "object", "oneOf": branches}
+    countries = [None, "c0", "c3", "c7", "zz", 1]
+    states = [None, "s0", "s1", "s4", "s8", "shared", "q"]
+    postcodes = [None, "x", 3]
+
+    def objects(**members):
+        names = list(members)
+        for values in itertools.product(*members.values()):
+            yield {n: v for n, v in zip(names, values, strict=True) if v is not None}
+
+    instances = list(objects(country=countries, state=states, postalCode=postcodes))
+    verdicts = judged_by_the_validator(schema, instances)
+    valid = {json.dumps(x) for x, ok in zip(instances, verdicts, strict=True) if ok}
+    assert '{"state": "s0"}' in valid and '{"state": "s8"}' in valid  # (one branch lists it)
+    assert '{"state": "s1"}' not in valid and "{}" not in valid  # (two, and all eight)
+    assert '{"country": "c3", "state": "s4"}' in valid and '{"country": "c3"}' in valid
+    assert '{"country": "c3", "state": "s0"}' not in valid and '{"country": "zz"}' not in valid
+    assert 20 < len(valid) < len(instances) - 20
+    closed = {
+        "properties": {"country": {"const": "c9"}, "state": {"enum": ["s0"]}},
+        "required": ["country"],
+        "additionalProperties": False,
+    }
+    ninth = {"properties": {"other": {"type": "integer"}}, "required": ["other"]}
+    mixed = {"type": "object", "oneOf": [*branches, ninth, closed]}
+    instances = list(objects(country=[*countries, "c9"], state=states[:3], other=[None, 1, "y"]))
+    verdicts = judged_by_the_validator(mixed, instances)
+    verdicts = dict(zip(map(json.dumps, instances), verdicts, strict=True))
+    assert verdicts['{"country": "zz", "other": 1}']  # (only the ninth)
+    assert not verdicts['{"country": "c3", "other": 1}']  # (c3's and the ninth)
+    assert (
+        verdicts['{"country": "c9", "state": "s0"}'] and verdicts['{"country": "c9", "other": 1}']
+    )
+    assert not verdicts['{"country": "c9", "state": "s1"}']
+    assert verdicts['{"state": "s0", "other": "y"}'] and not verdicts['{"state": "s0", "other": 1}']
+    assert 10 < sum(verdicts.values()) < len(instances) - 10
