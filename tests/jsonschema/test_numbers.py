@@ -110,11 +110,17 @@ def candidates(*centers, spread: int = 4) -> set[str]:
     return out
 
 
+def digit_edits(digits: str) -> set[str]:
+    """``digits`` with a digit (0, 5 or 9) inserted or one dropped, anywhere."""
+    inserted = {digits[:i] + d + digits[i:] for i in range(len(digits) + 1) for d in "059"}
+    return inserted | {digits[:i] + digits[i + 1 :] for i in range(len(digits))}
+
+
 def digit_neighbours(*centers) -> set[str]:
     """Texts that differ from each center's digits in one place, where a
     range's regex splits by digit position: one digit up or down with the
-    digits after it all 0 or all 9 (or kept), a digit fewer or more, and
-    the same with a fraction part; both signs."""
+    digits after it all 0 or all 9 (or kept), a digit inserted or dropped
+    (``digit_edits``), and the same with a fraction part; both signs."""
     out: set[str] = set()
     for c in centers:
         if c is None:
@@ -122,7 +128,7 @@ def digit_neighbours(*centers) -> set[str]:
         text = f"{abs(Decimal(repr(c) if isinstance(c, float) else c)):f}"
         whole, _, frac = text.partition(".")
         digits = whole + frac
-        variants = {digits[:-1], digits + "0", digits + "9", digits[1:]}
+        variants = digit_edits(digits)
         for i, d in enumerate(digits):
             for e in {int(d) - 1, int(d) + 1} & set(range(10)):
                 rest = digits[i + 1 :]
@@ -442,7 +448,7 @@ def bisect(keys: list[int], bound: Fraction, right: bool) -> int:
 
 def matched_in(regex: str, texts: list[str]) -> set[str]:
     """The texts ``regex`` matches whole: one scan of them joined by lines."""
-    return set(re.findall(f"(?m)^(?:{regex})$", "\n".join(texts)))
+    return {m.group(0) for m in re.finditer(f"(?m)^(?:{regex})$", "\n".join(texts))}
 
 
 def test_every_integer_in_a_window():
@@ -456,10 +462,8 @@ def test_every_integer_in_a_window():
     highs = [None, -101, 0, 9, 99, 109, 150, 205, 999, 1150, 1205, 1999, 2000, 9099, 11150]
     numbers = set(range(-2100, 12001))
     for bound in lows + highs:  # (and a digit more or fewer anywhere: past the window)
-        digits = str(abs(bound or 0))
-        for i in range(len(digits) + 1):
-            near = {digits[:i] + d + digits[i:] for d in "059"} | {digits[:i] + digits[i + 1 :]}
-            numbers |= {sign * int(t) for t in near if t for sign in (1, -1)}
+        near = digit_edits(str(abs(bound or 0)))
+        numbers |= {sign * int(t) for t in near if t for sign in (1, -1)}
     texts = [str(n) for n in sorted(numbers)]
     for lo in lows:
         for hi in highs:
