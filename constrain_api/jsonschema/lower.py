@@ -1547,8 +1547,10 @@ class Lowerer:
         # are already present; counts above `cap` behave alike (all fine with
         # no maximum, all too many above one)
         cap = lo if hi is None else hi + 1
-        if cap > 64:
+        if cap > 64 and entries:  # (without declared members, one counted repetition)
             raise _unsupported("minProperties/maxProperties", where, "counts above 64")
+        if not entries:
+            cap = 0
         sep = cat(Rx(","), ws)
         counted = {}
         for c in range(cap + 1):

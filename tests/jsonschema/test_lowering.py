@@ -1948,3 +1948,25 @@ def test_a_oneof_of_many_branches_split_by_a_tag():
     assert not verdicts['{"country": "c9", "state": "s1"}']
     assert verdicts['{"state": "s0", "other": "y"}'] and not verdicts['{"state": "s0", "other": 1}']
     assert 10 < sum(verdicts.values()) < len(instances) - 10
+
+
+def test_member_counts_past_64_without_declared_members():
+    """An object of pattern-named members only, between 66 and 70 of them
+    (before, refused: "counts above 64"), is one counted repetition of a
+    member: judged by the validator at the bounds. Beside declared members,
+    whose places multiply with the counts, such bounds stay refused."""
+    counted = {
+        "type": "object",
+        "patternProperties": {"^k": {"type": "integer"}},
+        "additionalProperties": False,
+        "minProperties": 66,
+        "maxProperties": 70,
+    }
+    sizes = [0, 1, 65, 66, 70, 71]
+    instances = [{f"k{i}": i for i in range(n)} for n in sizes]
+    instances += [{**instances[3], "x": 1}, {**instances[3], "k0": "a"}]
+    verdicts = judged_by_the_validator(counted, instances)
+    assert verdicts == [False, False, False, True, True, False, False, False]
+    declared = {**counted, "properties": {"a": {"type": "string"}}}
+    with pytest.raises(UnsupportedConstraint, match="counts above 64"):
+        lower_json_schema_ir(JsonSchema(declared))
