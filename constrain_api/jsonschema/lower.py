@@ -836,22 +836,11 @@ class Lowerer:
         made exclusive: where the ways each branch fails the others multiply
         past ``_MAX_ABSENT_CHOICES``, a tag that decides most pairs cuts them."""
         default_open = bool(self.options.additional_properties)
-        plain = {"type", "properties", "required", "additionalProperties"}
-        if depth >= _MAX_TAG_SPLITS or any(
-            set(b) - plain - _annotations(b)
-            or not isinstance(b.get("properties", {}), dict)
-            or b.get("additionalProperties", default_open) not in (True, False)
-            for b in branches
-        ):
+        shapes = _object_shapes(branches, default_open)
+        if depth >= _MAX_TAG_SPLITS or shapes is None:
             return None
-        order = [n for b in branches for n in _members_declared(b)]
-        named = []  # (every open branch declares every name, so the tag has its place)
-        for b in branches:
-            mine = dict(b.get("properties", {}))
-            if b.get("additionalProperties", default_open):
-                mine.update({n: True for n in [*b.get("required", []), *order] if n not in mine})
-            named.append({**b, "properties": mine})
-        for tag in dict.fromkeys(order):
+        named = _in_one_order(branches, shapes)  # (so the tag has its place in each)
+        for tag in dict.fromkeys(n for b in branches for n in _members_declared(b)):
             takes = [self._tag_values(b, tag, where) for b in named]
             if any(t is _NOT_A_TAG for t in takes) or sum(isinstance(t, list) for t in takes) < 2:
                 continue
@@ -880,7 +869,7 @@ class Lowerer:
         subschema accepts (judged by the validator), ``True`` (any value:
         declared as such, or ``b`` open), ``False`` (none: closed without
         it, or declared ``false``), or ``_NOT_A_TAG``."""
-        sub = b["properties"].get(tag, b.get("additionalProperties", True))
+        sub = b.get("properties", {}).get(tag, b.get("additionalProperties", True))
         if _takes_all(sub) or sub is False:
             return bool(sub)
         sub = self._resolved(sub, where)
@@ -2181,7 +2170,7 @@ def _tag_cases(branches: list[dict], tag: str, takes: list) -> list[list[dict]]:
         required = [*b.get("required", []), *([tag] if present else [])]
         return {
             **b,
-            "properties": {**b["properties"], tag: sub},
+            "properties": {**b.get("properties", {}), tag: sub},
             "required": list(dict.fromkeys(required)),
         }
 
@@ -2483,6 +2472,22 @@ def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[
     caller lowers the branches and refuses where a negation is not
     expressible. ``default_open``: ``additionalProperties`` where a branch
     has none (``JsonSchema(additional_properties=...)``)."""
+    shapes = _object_shapes(branches, default_open)
+    if shapes is None:
+        return None
+    kept = _failing_the_others(
+        len(shapes), lambda i, j: _apart(_ways_to_fail(*shapes[i], *shapes[j]))
+    )
+    if kept is None:
+        return None
+    named = _in_one_order(branches, shapes)
+    return [{"allOf": [named[i], *failing]} if failing else named[i] for i, failing in kept]
+
+
+def _object_shapes(branches: list[dict], default_open: bool) -> list[tuple] | None:
+    """Each object branch of plain member keywords (``properties``,
+    ``required``, a boolean ``additionalProperties``) as ``(properties,
+    required, open)``; ``None`` when a branch has other keywords."""
     plain = {"type", "properties", "required", "additionalProperties"}
     shapes = []
     for b in branches:
@@ -2494,22 +2499,21 @@ def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[
         if rest or additional not in (True, False) or not isinstance(properties, dict):
             return None
         shapes.append((properties, list(dict.fromkeys(b.get("required", []))), additional))
-    # one order for the members any branch names, so every branch spells a
-    # member another branch names at the same place (``instance_text``'s)
-    order = [n for b in branches for n in [*b.get("properties", {}), *b.get("required", [])]]
-    kept = _failing_the_others(
-        len(shapes), lambda i, j: _apart(_ways_to_fail(*shapes[i], *shapes[j]))
-    )
-    if kept is None:
-        return None
+    return shapes
+
+
+def _in_one_order(branches: list[dict], shapes: list[tuple]) -> list[dict]:
+    """The branches, each open one declaring every name any branch names
+    (``True`` for those not its own: an allowed name, so no value changes)
+    after its own and those it requires: one order for the members, so every
+    branch spells a member another names at the same place (``instance_text``'s)."""
+    order = [n for b in branches for n in _members_declared(b)]
     out = []
-    for i, failing in kept:
-        branch = branches[i]
-        mine, have, open_i = shapes[i]
-        if open_i:  # (declaring an allowed name True changes no value)
+    for branch, (mine, have, open_b) in zip(branches, shapes, strict=True):
+        if open_b:
             named = {**mine, **{n: True for n in [*have, *order] if n not in mine}}
             branch = {**branch, "properties": named}
-        out.append({"allOf": [branch, *failing]} if failing else branch)
+        out.append(branch)
     return out
 
 
