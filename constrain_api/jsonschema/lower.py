@@ -171,6 +171,10 @@ _STRING_KEYWORDS = frozenset({"pattern", "minLength", "maxLength"})
 _INLINE_CHARS = 2000
 #: A bigger expression than this becomes a rule in grammar mode (``share``).
 _SHARE_CHARS = 4000
+#: The most schemas read for the types an ``anyOf``/``oneOf`` takes (``_types_taken``).
+_MAX_TYPE_VISITS = 64
+#: Every JSON type as ``_value_types`` names them.
+_EVERY_TYPE = frozenset({*_TYPES, "integer"})
 #: The most listed values a schema is decided by (see ``_Lowerer._finite``).
 _MAX_FINITE = 10_000
 
@@ -668,11 +672,19 @@ class Lowerer:
                 )
             return dfas[i]
 
+        taken: dict[int, set[str]] = {}
+
+        def types(i: int) -> set[str]:  # (unknown: every type)
+            if i not in taken:
+                found = self._types_taken(live[i][0], where, [_MAX_TYPE_VISITS])
+                taken[i] = _EVERY_TYPE if found is None else found
+            return taken[i]
+
         overlapping = False
         for i in range(len(live)):
             for j in range(i + 1, len(live)):
                 (s1, e1), (s2, e2) = live[i], live[j]
-                if _disjoint_by_schema(s1, s2):
+                if _disjoint_by_schema(s1, s2) or types(i).isdisjoint(types(j)):
                     continue
                 if isinstance(e1, Rx) and isinstance(e2, Rx):
                     meet = _meet(
@@ -718,6 +730,30 @@ class Lowerer:
             "docs/jsonschema.md); JsonSchema(one_of='any_of') accepts such documents "
             "as anyOf does",
         )
+
+    def _types_taken(self, s: Any, where: str, visits: list[int]) -> set[str] | None:
+        """The JSON types some value of ``s`` may have (``"integer"`` beside
+        ``"number"``): its ``type`` or listed values', narrowed to the union
+        of its ``anyOf``/``oneOf`` branches' types; ``None`` where not known
+        (every type may be taken). ``visits``: the schemas left to read
+        (references may recur): past them, a branch's types are unknown."""
+        visits[0] -= 1
+        s = self._resolved(s, where) if visits[0] >= 0 else None
+        if s is False:
+            return set()
+        if not isinstance(s, dict):
+            return None
+        taken = _value_types(s)
+        key = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
+        if key is None:
+            return taken
+        union: set[str] = set()
+        for branch in s[key]:
+            types = self._types_taken(branch, where, visits)
+            if types is None:
+                return taken
+            union |= types
+        return union if taken is None else taken & union
 
     def _exclusive_listed(self, schemas: list[Any]) -> Expr | None:
         """The ``oneOf`` of branches that each list their values (``enum``/
@@ -1532,15 +1568,36 @@ class Lowerer:
         lo, hi = _count(s, "minProperties", 0), _count(s, "maxProperties")
         if hi is not None and hi < lo:
             return NOTHING
+        sep = cat(Rx(","), ws)
+        # first: the members when none is present yet; without declared
+        # members, the other members' one counted repetition
+        if extras is not None:
+            first = separated(extras, sep, lo, hi)
+        else:
+            first = EMPTY if lo == 0 else NOTHING
+        if entries:
+            first = self._counted_members(entries, extras, sep, lo, hi, first, where)
+        return cat(Rx("\\{"), ws, first, Rx("\\}"))
+
+    def _counted_members(
+        self,
+        entries: list[tuple[Expr, bool]],
+        extras: Expr | None,
+        sep: Expr,
+        lo: int,
+        hi: int | None,
+        first: Expr,
+        where: str,
+    ) -> Expr:
+        """The declared ``entries`` in order, the other members (``extras``)
+        after them, with ``lo``..``hi`` members in all; ``first`` is what
+        follows ``{`` when no declared member is chosen."""
         # counted[c]: the members from here on, each after a separator, when c
         # are already present; counts above `cap` behave alike (all fine with
         # no maximum, all too many above one)
         cap = lo if hi is None else hi + 1
-        if cap > 64 and entries:  # (without declared members, one counted repetition)
+        if cap > 64:
             raise _unsupported("minProperties/maxProperties", where, "counts above 64")
-        if not entries:
-            cap = 0
-        sep = cat(Rx(","), ws)
         counted = {}
         for c in range(cap + 1):
             if extras is None:
@@ -1548,10 +1605,6 @@ class Lowerer:
                 counted[c] = EMPTY if fine else NOTHING
             else:
                 counted[c] = rep(cat(sep, extras), max(0, lo - c), None if hi is None else hi - c)
-        if extras is not None:
-            first = separated(extras, sep, lo, hi)  # first: nothing present yet
-        else:
-            first = EMPTY if lo == 0 else NOTHING
         for member, req in reversed(entries):
             after = {c: counted[min(c + 1, cap)] for c in counted}
             counted = {
@@ -1560,7 +1613,7 @@ class Lowerer:
             }
             head = cat(member, after[0])
             first = self.share(head if req else either(head, first))
-        return cat(Rx("\\{"), ws, first, Rx("\\}"))
+        return first
 
     @staticmethod
     def _member_then(sep: Expr, member: Expr, req: bool, after: Expr, skipped: Expr) -> Expr:

@@ -1970,3 +1970,66 @@ def test_member_counts_past_64_without_declared_members():
     declared = {**counted, "properties": {"a": {"type": "string"}}}
     with pytest.raises(UnsupportedConstraint, match="counts above 64"):
         lower_json_schema_ir(JsonSchema(declared))
+
+
+def test_a_oneof_told_apart_by_the_types_of_its_branches_unions():
+    """JSON:API's resource linkage: ``oneOf`` a to-one reference (``anyOf``
+    null or a linkage object, through references) and a to-many one (an
+    array): no value takes both, since an ``anyOf`` takes only its
+    branches' types. Before, refused ("its branches overlap"), as each
+    branch's own ``type`` said nothing. Judged by the validator, beside an
+    open ``meta`` (grammar mode); branches whose unions share a type
+    (numbers) are still refused, not taken as disjoint."""
+    linkage = {
+        "type": "object",
+        "properties": {"type": {"type": "string"}, "id": {"type": "string"},
+                       "meta": {"type": "object"}},
+        "required": ["type", "id"],
+        "additionalProperties": False,
+    }  # fmt: skip
+    schema = {
+        "definitions": {
+            "linkage": linkage,
+            "empty": {"type": "null"},
+            "toOne": {
+                "anyOf": [{"$ref": "#/definitions/empty"}, {"$ref": "#/definitions/linkage"}]
+            },
+            "toMany": {"type": "array", "items": {"$ref": "#/definitions/linkage"}},
+        },
+        "type": "object",
+        "properties": {
+            "data": {"oneOf": [{"$ref": "#/definitions/toOne"}, {"$ref": "#/definitions/toMany"}]}
+        },
+        "required": ["data"],
+    }
+    verdicts = judged_by_the_validator(
+        schema,
+        [{"data": None}, {"data": {"type": "a", "id": "1"}}, {"data": []},
+         {"data": [{"type": "a", "id": "1", "meta": {"x": [1]}}]}, {"data": {"type": "a"}},
+         {"data": [None]}, {"data": "a"}, {"data": 1}, {"data": True}, {}],
+    )  # fmt: skip
+    assert verdicts == [True, True, True, True, False, False, False, False, False, False]
+    nested = {
+        "oneOf": [
+            {"oneOf": [{"type": "string"}, {"type": "integer", "minimum": 5}]},
+            {"anyOf": [{"type": "boolean"}, {"type": "number", "maximum": 7}]},
+        ]
+    }
+    with pytest.raises(UnsupportedConstraint, match="oneOf at /: its branches overlap"):
+        lower_json_schema_ir(JsonSchema(nested))  # (numbers in both: not told apart by type)
+
+
+def test_the_types_of_a_recursive_union_are_read_within_a_bound():
+    """An ``anyOf`` that refers to itself in several branches (the same
+    value again, with no schema between): reading the types its branches
+    take stops after ``_MAX_TYPE_VISITS`` schemas, the types then unknown,
+    so the ``oneOf`` beside it is refused by name (without the bound, the
+    reading recursed until the lowering gave up on the nesting instead)."""
+    schema = {
+        "$defs": {
+            "t": {"anyOf": [{"$ref": "#/$defs/t"}, {"$ref": "#/$defs/t"}, {"type": "string"}]}
+        },
+        "oneOf": [{"$ref": "#/$defs/t"}, {"type": "array", "items": {"type": "null"}}],
+    }
+    with pytest.raises(UnsupportedConstraint, match="oneOf at /: its branches overlap"):
+        lower_json_schema_ir(JsonSchema(schema))
