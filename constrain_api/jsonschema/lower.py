@@ -2105,6 +2105,8 @@ def _disjoint_by_schema(a: Any, b: Any, judged: Callable[[Any, list], list] | No
     if ta is not None and tb is not None and not (ta & tb):
         return True
     if ta == {"object"} or tb == {"object"}:
+        if any(_forbids(y, n) for x, y in ((a, b), (b, a)) for n in x.get("required", [])):
+            return True
         pa, pb = a.get("properties", {}), b.get("properties", {})
         for name in set(pa) & set(pb):
             if name in a.get("required", []) and name in b.get("required", []):
@@ -2118,6 +2120,18 @@ def _disjoint_by_schema(a: Any, b: Any, judged: Callable[[Any, list], list] | No
         ea, eb = _enum_values(a, None), _enum_values(b, None)
         return not any(_json_equal(x, y) for x in ea for y in eb)
     return False
+
+
+def _forbids(s: dict, name: Any) -> bool:
+    """Whether no object of ``s`` has a member ``name`` (cheap sufficient
+    checks: ``properties: {name: false}``, or ``additionalProperties: false``
+    where ``name`` is not declared and no pattern may match it)."""
+    properties = s.get("properties", {})
+    if not isinstance(properties, dict) or not isinstance(name, str):
+        return False
+    if name in properties:
+        return properties[name] is False
+    return s.get("additionalProperties", True) is False and not s.get("patternProperties")
 
 
 #: Keywords that apply to one JSON type only ("number" with the integers).
@@ -2157,6 +2171,20 @@ def _role_on_type(s: Any, tau: str) -> str:
         role = "constrained"
     for key, value in s.items():
         if key in ("type", "enum", "const") or not _validating({key: value}):
+            continue
+        if key in ("allOf", "__allOf__", "anyOf") and isinstance(value, list) and value:
+            roles = [_role_on_type(b, tau) for b in value]
+            if key == "anyOf":  # (the union's: every branch empty, or one universal)
+                if "universal" in roles:
+                    continue
+                if all(r == "empty" for r in roles):
+                    return "empty"
+            else:  # (the conjunction's: a conjunct empty, or all universal)
+                if "empty" in roles:
+                    return "empty"
+                if all(r == "universal" for r in roles):
+                    continue
+            role = "constrained"
             continue
         owner = next((t for t, keys in _KEYWORDS_OF_TYPE.items() if key in keys), None)
         if owner is None or owner == tau:
@@ -2675,19 +2703,33 @@ def _union_branches(s: dict) -> list:
     return branches if isinstance(branches, list) else []
 
 
-def _members_named(dep: Any) -> list[str]:
-    """The members a dependent schema names (``properties``, ``required``);
-    one that could name others elsewhere (an applicator, a pattern, names'
-    schemas) names ``"\0"``, which no schema lists."""
+#: Applicators whose branches ``_members_named`` reads (the members they
+#: name are their branches').
+_NAMING_BRANCHES = {"allOf": list, "anyOf": list, "oneOf": list, "not": dict,
+                    "if": dict, "then": dict, "else": dict}  # fmt: skip
+
+
+def _members_named(dep: Any, depth: int = 0) -> list[str]:
+    """The members a dependent schema names (``properties``, ``required``,
+    and those its ``allOf``/``anyOf``/``oneOf``/``not``/conditional
+    branches name, in order); one that could name others elsewhere (a
+    reference, a pattern, names' schemas) names ``"\0"``, which no schema lists."""
     if not isinstance(dep, dict):
         return []
     naming = _APPLICATORS | set(_DEPENDENCIES) | {
         "patternProperties", "propertyNames", "unevaluatedProperties",
     }  # fmt: skip
-    if any(k in naming for k in dep if _validating({k: dep[k]})):
-        return ["\0"]
+    branches: list[Any] = []
+    for k in dep:
+        if k not in naming or not _validating({k: dep[k]}):
+            continue
+        kind = _NAMING_BRANCHES.get(k)
+        if kind is None or not isinstance(dep[k], kind) or depth >= 8:
+            return ["\0"]
+        branches += dep[k] if kind is list else [dep[k]]
     properties = dep.get("properties", {})
-    return [*(properties if isinstance(properties, dict) else ["\0"]), *dep.get("required", [])]
+    own = [*(properties if isinstance(properties, dict) else ["\0"]), *dep.get("required", [])]
+    return own + [n for b in branches for n in _members_named(b, depth + 1)]
 
 
 def _value_type(v: Any) -> str:

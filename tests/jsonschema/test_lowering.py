@@ -690,7 +690,7 @@ def test_dependencies_still_refused():
     """``dependencies`` under draft 2020-12 (no ``$schema``) is not a
     keyword there: refused by name rather than ignored. More than six
     members with dependencies, dependent schemas that name members through
-    applicators, and undeclared members beside ``patternProperties`` are
+    a reference, and undeclared members beside ``patternProperties`` are
     refused too."""
     schema = {"properties": {"a": {}}, "dependencies": {"a": ["b"]}}
     with pytest.raises(UnsupportedConstraint, match="dependencies at /: not a keyword"):
@@ -703,10 +703,11 @@ def test_dependencies_still_refused():
     }
     with pytest.raises(UnsupportedConstraint, match="more than 6 members"):
         lower_json_schema(JsonSchema(many))
-    applicator = {
+    applicator = {  # (a reference in a branch: the members it names are not read)
         "$schema": draft7,
+        "definitions": {"x": {"properties": {"y": {"type": "integer"}}}},
         "properties": {"a": {}},
-        "dependencies": {"a": {"anyOf": [{}]}},
+        "dependencies": {"a": {"anyOf": [{"$ref": "#/definitions/x"}, {"required": ["z"]}]}},
     }
     with pytest.raises(UnsupportedConstraint, match="name other members"):
         lower_json_schema(JsonSchema(applicator))
@@ -2033,3 +2034,83 @@ def test_the_types_of_a_recursive_union_are_read_within_a_bound():
     }
     with pytest.raises(UnsupportedConstraint, match="oneOf at /: its branches overlap"):
         lower_json_schema_ir(JsonSchema(schema))
+
+
+def test_a_dependent_schema_whose_branches_name_the_members():
+    """Swagger 1.2's data types: ``format`` depends on a ``oneOf`` of
+    ``properties`` branches pairing each ``type`` with its formats. The
+    members a dependent schema names are also its ``allOf``/``anyOf``/
+    ``oneOf``/``not``/conditional branches' (before, any applicator there
+    refused it: "name other members"); a member only a branch names is
+    declared after the schema's own. Judged by the validator."""
+    pairs = {"integer": ["int32", "int64"], "number": ["float", "double"], "string": ["byte"]}
+    schema = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "object",
+        "required": ["type"],
+        "properties": {"type": {"enum": [*pairs, "boolean"]}, "format": {"type": "string"}},
+        "dependencies": {
+            "format": {
+                "oneOf": [
+                    {"properties": {"type": {"enum": [t]}, "format": {"enum": f}}}
+                    for t, f in pairs.items()
+                ]
+            },
+            "unit": {"anyOf": [{"required": ["scale"]}, {"not": {"required": ["type"]}}]},
+        },
+    }
+    instances = [{"type": t, "format": f} for t in [*pairs, "boolean"] for f in ["int32", "byte"]]
+    instances += [{"type": "boolean"}, {"type": "number", "unit": 1},
+                  {"type": "number", "unit": 1, "scale": 2}, {"format": "byte"}, {}]  # fmt: skip
+    verdicts = judged_by_the_validator(schema, instances)
+    assert verdicts == [True, False, False, False, False, True, False, False,
+                        True, False, True, False, False]  # fmt: skip
+
+
+def test_a_oneof_beside_dependencies_still_pending_in_an_untyped_schema():
+    """A dependent ``oneOf`` listed before another dependency, in a schema
+    with no ``type``: when the ``oneOf`` is lowered, its branches hold the
+    other dependency's choice (an ``anyOf`` of object keywords), which takes
+    every string, number, ... A conjunct or union is read for the types it
+    constrains (before, any such part counted as constraining every type,
+    and the ``oneOf`` was refused). Judged by the validator (a non-object
+    has no members, so no dependency applies to it: all valid)."""
+    schema = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "properties": {"t": {"enum": ["x", "y"]}, "f": {}, "m": {}},
+        "required": ["t"],
+        "dependencies": {
+            "f": {"oneOf": [{"properties": {"t": {"enum": ["x"]}}},
+                            {"properties": {"t": {"enum": ["y"]}}}]},
+            "m": ["t"],
+        },
+    }  # fmt: skip
+    verdicts = judged_by_the_validator(
+        schema,
+        [{"f": 1, "t": "x"}, {"f": 1, "t": "y", "m": 2}, {"f": 1}, {"m": 1}, {"t": "y"}, {},
+         "s", 1, None, [], {"f": 1, "t": "z"}],
+    )  # fmt: skip
+    assert verdicts == [True, True, False, False, True, False, True, True, True, True, False]
+
+
+def test_a_oneof_of_closed_objects_requiring_what_the_other_forbids():
+    """Branches without ``type``: one requires ``r`` and allows no other
+    member (``additionalProperties: false``), the other requires ``t``: an
+    object of both would hold ``t``, which the first forbids, so no object
+    takes both (before, refused: "its branches overlap"). Non-objects
+    match both branches (no keyword of theirs applies): none is valid.
+    Judged by the validator."""
+    schema = {
+        "oneOf": [
+            {"required": ["r"], "properties": {"r": {"type": "string"}},
+             "additionalProperties": False},
+            {"required": ["t"], "properties": {"t": {"type": "string"}, "x": {}},
+             "additionalProperties": {"type": "object"}},
+        ]
+    }  # fmt: skip
+    verdicts = judged_by_the_validator(
+        schema,
+        [{"r": "a"}, {"t": "a"}, {"t": "a", "r": {}}, {"r": "a", "t": "b"}, {"t": "a", "x": 1},
+         {"t": "a", "y": 1}, {}, "s", 1, None],
+    )  # fmt: skip
+    assert verdicts == [True, True, True, False, True, False, False, False, False, False]
