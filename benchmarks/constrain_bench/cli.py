@@ -13,6 +13,7 @@ worker process per backend, per-schema timeout), then ``REPORT.md``.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -180,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": ("python -m constrain_bench " + " ".join(argv or sys.argv[1:])).strip(),
         "seconds": time.perf_counter() - start,
         "quick": args.quick,
+        "date": datetime.date.today().isoformat(),
+        "machine_info": report.machine(),  # (what measured: --report-only may run elsewhere)
     }
     (raw / "run.json").write_text(json.dumps(run, indent=1))
     results = report.Results(bench, refusals, maskbench)

@@ -35,18 +35,27 @@ VERSIONS = (
 )
 
 
-def machine() -> dict[str, str]:
-    """CPU, cores, memory, GPU and versions of what was measured."""
+#: The widest vector extension of a CPU, by its /proc/cpuinfo flag, widest first.
+_VECTOR_FLAGS = (("avx512f", "avx512"), ("avx2", "avx2"), ("avx", "avx"), ("asimd", "neon"))
+
+
+def machine(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
+    """CPU (with its widest vector extension: the same name may stand for
+    CPUs whose tensor arithmetic differs twofold), cores, memory, GPU and
+    versions of what was measured."""
     cpu = platform.processor() or platform.machine()
+    fields: dict[str, str] = {}  # (the first processor's)
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    cpu = fields.get("model name", cpu)
+    flags = set(fields.get("flags", fields.get("Features", "")).split())
+    vector = next((name for flag, name in _VECTOR_FLAGS if flag in flags), None)
     info = {
-        "cpu": cpu,
+        "cpu": f"{cpu} ({vector})" if vector else cpu,
         "cores": str(os.cpu_count()),
         "memory": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB",
         "python": platform.python_version(),
@@ -178,16 +187,21 @@ def write(
     command: str,
     seconds: float,
     quick: bool,
+    date: str | None = None,
+    machine_info: dict[str, str] | None = None,
     extra: list[str] | None = None,
 ) -> Path:
     """Write ``out/REPORT.md`` and its plots, ``extra`` lines last (the GPU
-    section); returns the report's path."""
+    section); returns the report's path. ``date`` and ``machine_info``: when
+    and on what the results were measured (a run records them; by default
+    today and this machine)."""
     out.mkdir(parents=True, exist_ok=True)
-    info = machine()
+    info = machine_info or machine()
+    date = date or datetime.date.today().isoformat()
     lines = [
         "# Throughput report",
         "",
-        f"Produced by `{command}` on {datetime.date.today().isoformat()} in "
+        f"Produced by `{command}` on {date} in "
         f"{seconds / 60:.1f} min ({'quick' if quick else 'full'} mode).",
         "",
         "Machine: "

@@ -390,3 +390,43 @@ def test_the_vocabulary_scaling_table_lists_each_size(tmp_path):
     lines = report._scaling_section(results, tmp_path)
     assert "| `fsm` | `w` | 1,000: 2.0 | 32,000: 5.0 | 128k: refused (E) |" in lines
     assert (tmp_path / "scaling_vocab.png").exists()
+
+
+def test_the_report_names_the_machine_and_day_that_measured(tmp_path):
+    """A run records when and on what it measured (``raw/run.json``), so a
+    report written again elsewhere (``--report-only``) still names them; a
+    run recorded before they were kept gets today's and this machine's."""
+    out = tmp_path / "bench"
+    raw = out / "raw"
+    raw.mkdir(parents=True)
+    measured = {"cpu": "Some CPU (avx512)", "cores": "64", "memory": "512 GiB", "gpu": "none",
+                "python": "3.0.0", "torch": "9.9"}  # fmt: skip
+    run = {"command": "x", "seconds": 60.0, "quick": True, "date": "2001-02-03"}
+    (raw / "run.json").write_text(json.dumps(run | {"machine_info": measured}))
+    assert cli.main(["--out", str(out), "--report-only"]) == 0
+    head = (out / "REPORT.md").read_text().split("\n\n")[1:3]
+    assert head[0].startswith("Produced by `x` on 2001-02-03 in 1.0 min")
+    assert head[1].startswith(
+        "Machine: cpu Some CPU (avx512), cores 64, memory 512 GiB, gpu none.\n"
+        "Versions: python 3.0.0, torch 9.9."
+    )
+    (raw / "run.json").write_text(json.dumps({"command": "x", "seconds": 60.0, "quick": True}))
+    assert cli.main(["--out", str(out), "--report-only"]) == 0
+    text = (out / "REPORT.md").read_text()
+    assert f"on {time.strftime('%Y-%m-%d')} in" in text
+    assert f"Machine: cpu {report.machine()['cpu']}, cores" in text
+
+
+def test_the_cpu_is_named_with_its_widest_vector_extension(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text(
+        "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 avx512f\n\n"
+        "processor\t: 1\nmodel name\t: other\nflags\t\t: fpu\n"
+    )
+    assert report.machine(info)["cpu"] == "AMD EPYC (avx512)"
+    info.write_text("model name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2\n")
+    assert report.machine(info)["cpu"] == "AMD EPYC (avx2)"
+    info.write_text("model name\t: Some ARM\nFeatures\t: fp asimd\n")
+    assert report.machine(info)["cpu"] == "Some ARM (neon)"
+    info.write_text("model name\t: Plain\nflags\t\t: fpu\n")
+    assert report.machine(info)["cpu"] == "Plain"
