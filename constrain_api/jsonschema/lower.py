@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema
 import referencing
@@ -171,10 +171,41 @@ _STRING_KEYWORDS = frozenset({"pattern", "minLength", "maxLength"})
 _INLINE_CHARS = 2000
 #: A bigger expression than this becomes a rule in grammar mode (``share``).
 _SHARE_CHARS = 4000
-#: The most schemas read for the types an ``anyOf``/``oneOf`` takes (``_types_taken``).
+#: The most schemas read for the shape of an ``anyOf``/``oneOf`` (``Lowerer._shape``).
 _MAX_TYPE_VISITS = 64
 #: Every JSON type as ``_value_types`` names them.
 _EVERY_TYPE = frozenset({*_TYPES, "integer"})
+
+
+class _Shape(NamedTuple):
+    """What every value of a schema has (``Lowerer._shape``): one of
+    ``types``; as an object, ``least`` to ``most`` members (``None``: no most)."""
+
+    types: frozenset[str]
+    least: int
+    most: int | None
+
+    def meet(self, other: _Shape) -> _Shape:
+        """What values of both have."""
+        mosts = [m for m in (self.most, other.most) if m is not None]
+        return _Shape(
+            self.types & other.types, max(self.least, other.least), min(mosts, default=None)
+        )
+
+    def disjoint(self, other: _Shape) -> bool:
+        """Whether no value has both shapes: no type in common, or only
+        objects in common (one takes nothing else) with counts apart."""
+        common = self.types & other.types
+        if not common:
+            return True
+        if common != {"object"}:
+            return False
+        met = self.meet(other)
+        return met.most is not None and met.least > met.most
+
+
+#: The shape of a schema nothing is known of.
+_ANY_SHAPE = _Shape(_EVERY_TYPE, 0, None)
 #: The most listed values a schema is decided by (see ``_Lowerer._finite``).
 _MAX_FINITE = 10_000
 
@@ -672,19 +703,18 @@ class Lowerer:
                 )
             return dfas[i]
 
-        taken: dict[int, set[str]] = {}
+        shapes: dict[int, _Shape] = {}
 
-        def types(i: int) -> set[str]:  # (unknown: every type)
-            if i not in taken:
-                found = self._types_taken(live[i][0], where, [_MAX_TYPE_VISITS])
-                taken[i] = _EVERY_TYPE if found is None else found
-            return taken[i]
+        def shape(i: int) -> _Shape:
+            if i not in shapes:
+                shapes[i] = self._shape(live[i][0], where, [_MAX_TYPE_VISITS])
+            return shapes[i]
 
         overlapping = False
         for i in range(len(live)):
             for j in range(i + 1, len(live)):
                 (s1, e1), (s2, e2) = live[i], live[j]
-                if _disjoint_by_schema(s1, s2) or types(i).isdisjoint(types(j)):
+                if _disjoint_by_schema(s1, s2) or shape(i).disjoint(shape(j)):
                     continue
                 if isinstance(e1, Rx) and isinstance(e2, Rx):
                     meet = _meet(
@@ -731,29 +761,39 @@ class Lowerer:
             "as anyOf does",
         )
 
-    def _types_taken(self, s: Any, where: str, visits: list[int]) -> set[str] | None:
-        """The JSON types some value of ``s`` may have (``"integer"`` beside
-        ``"number"``): its ``type`` or listed values', narrowed to the union
-        of its ``anyOf``/``oneOf`` branches' types; ``None`` where not known
-        (every type may be taken). ``visits``: the schemas left to read
-        (references may recur): past them, a branch's types are unknown."""
+    def _shape(self, s: Any, where: str, visits: list[int]) -> _Shape:
+        """What every value of ``s`` has: the JSON types it may take
+        (``"integer"`` beside ``"number"``; its ``type`` or listed values'),
+        and as an object the fewest and most members it may have (its
+        ``required`` names, ``minProperties``, ``maxProperties``), each
+        narrowed by its ``anyOf``/``oneOf`` branches' (the union of their
+        types, the widest of their counts). ``visits``: the schemas left to
+        read (references may recur): past them, a branch is unknown (every
+        type, any count)."""
         visits[0] -= 1
         s = self._resolved(s, where) if visits[0] >= 0 else None
         if s is False:
-            return set()
+            return _Shape(frozenset(), 0, 0)
         if not isinstance(s, dict):
-            return None
-        taken = _value_types(s)
+            return _ANY_SHAPE
+        types = _value_types(s)
+        required = s.get("required", [])
+        least = len(set(required)) if isinstance(required, list) else 0
+        least = max(least, _count(s, "minProperties", 0) or 0)
+        own = _Shape(_EVERY_TYPE if types is None else frozenset(types), least,
+                     _count(s, "maxProperties"))  # fmt: skip
         key = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
-        if key is None:
-            return taken
-        union: set[str] = set()
-        for branch in s[key]:
-            types = self._types_taken(branch, where, visits)
-            if types is None:
-                return taken
-            union |= types
-        return union if taken is None else taken & union
+        if key is None or not isinstance(s[key], list) or not s[key]:
+            return own
+        shapes = [self._shape(branch, where, visits) for branch in s[key]]
+        objects = [b for b in shapes if "object" in b.types]  # (the counts' branches)
+        mosts = [b.most for b in objects]
+        union = _Shape(
+            frozenset().union(*(b.types for b in shapes)),
+            min((b.least for b in objects), default=0),
+            None if not objects or None in mosts else max(mosts),
+        )
+        return own.meet(union)
 
     def _exclusive_listed(self, schemas: list[Any]) -> Expr | None:
         """The ``oneOf`` of branches that each list their values (``enum``/

@@ -2114,3 +2114,45 @@ def test_a_oneof_of_closed_objects_requiring_what_the_other_forbids():
          {"t": "a", "y": 1}, {}, "s", 1, None],
     )  # fmt: skip
     assert verdicts == [True, True, True, False, True, False, False, False, False, False]
+
+
+def test_a_oneof_told_apart_by_how_many_members_its_objects_have():
+    """Composer's repositories: ``oneOf`` a repository (itself a ``oneOf`` of
+    kinds, each requiring two members) and an object of exactly one member
+    whose value is ``false`` (``{"packagist.org": false}``): an object of
+    both would have two members and at most one, so none takes both; an
+    object's counts are read through the union (the fewest members of its
+    object branches, the most; a branch of no objects sets none). Before,
+    refused ("its branches overlap"). Judged by the validator; with room
+    for two members the counts no longer tell the branches apart, and the
+    ``oneOf`` is refused, not taken as disjoint."""
+    kinds = [
+        {"type": "object", "required": ["type", key],
+         "properties": {"type": {"enum": [kind]}, key: {"type": "string"}}}
+        for kind, key in (("composer", "url"), ("vcs", "url"), ("package", "package"))
+    ]  # fmt: skip
+    disabled = {
+        "type": "object",
+        "additionalProperties": {"type": "boolean", "enum": [False]},
+        "minProperties": 1,
+        "maxProperties": 1,
+    }
+    schema = {
+        "$defs": {"repository": {"type": "object", "oneOf": kinds}},
+        "type": "array",
+        "items": {"oneOf": [{"$ref": "#/$defs/repository"}, disabled]},
+    }
+    verdicts = judged_by_the_validator(
+        schema,
+        [[{"type": "vcs", "url": "u"}], [{"packagist.org": False}], [{"packagist.org": True}],
+         [{"type": "package", "package": "p", "x": False}], [{"type": False}],
+         [{"type": "composer"}], [{}], ["s"], [{"a": False, "b": False}]],
+    )  # fmt: skip
+    assert verdicts == [True, True, False, True, True, False, False, False, False]
+    # (a branch of no objects leaves the union's counts as its object branches set them)
+    schema["items"]["oneOf"][0] = {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/repository"}]}
+    verdicts = judged_by_the_validator(schema, [[None], [{"packagist.org": False}], [{}], [1]])
+    assert verdicts == [True, True, False, False]
+    schema["items"]["oneOf"][1] = disabled | {"maxProperties": 2}
+    with pytest.raises(UnsupportedConstraint, match="oneOf at /items: its branches overlap"):
+        lower_json_schema_ir(JsonSchema(schema))
