@@ -321,6 +321,77 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
             '{"zip":"1"}',
         ),
     ),
+    Case(  # oneOf told apart by the types and member counts its unions take
+        "union-shapes-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "$defs": {
+                    "link": {
+                        "type": "object",
+                        "properties": {"id": {"type": "string", "maxLength": 3}},
+                        "required": ["id"],
+                        "additionalProperties": False,
+                    },
+                    "one": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/link"}]},
+                    "repo": {
+                        "type": "object",
+                        "oneOf": [
+                            {
+                                "properties": {"t": {"const": "vcs"}, "url": {"maxLength": 4}},
+                                "required": ["t", "url"],
+                                "additionalProperties": False,
+                            },
+                            {
+                                "properties": {"t": {"const": "pkg"}, "p": {"type": "integer"}},
+                                "required": ["t", "p"],
+                                "additionalProperties": False,
+                            },
+                        ],
+                    },
+                },
+                "type": "object",
+                "properties": {
+                    "data": {
+                        "oneOf": [
+                            {"$ref": "#/$defs/one"},
+                            {"type": "array", "items": {"$ref": "#/$defs/link"}, "maxItems": 2},
+                        ]
+                    },
+                    "repos": {
+                        "type": "array",
+                        "maxItems": 2,
+                        "items": {
+                            "oneOf": [
+                                {"$ref": "#/$defs/repo"},
+                                {
+                                    "type": "object",
+                                    "additionalProperties": {"const": False},
+                                    "minProperties": 1,
+                                    "maxProperties": 1,
+                                },
+                            ]
+                        },
+                    },
+                },
+                "required": ["data"],
+                "additionalProperties": False,
+            }
+        ),
+        (
+            '{"data":null}',
+            '{"data":{"id":"ab"},"repos":[{"x":false}]}',
+            '{"data":[],"repos":[{"t":"vcs","url":"u"},{"t":"pkg","p":2}]}',
+            '{"data":[{"id":"a"},{"id":""}]}',
+        ),
+        (
+            '{"data":"a"}',
+            '{"repos":[]}',
+            '{"data":{"id":1}}',
+            '{"data":null,"repos":[{"x":true}]}',
+            '{"data":null,"repos":[{"t":"vcs"}]}',
+        ),
+    ),
     Case(  # draft-07 dependencies: a member absent, or present with what it requires
         "dependencies-schema",
         "json_schema",
