@@ -179,29 +179,43 @@ _EVERY_TYPE = frozenset({*_TYPES, "integer"})
 
 class _Shape(NamedTuple):
     """What every value of a schema has (``Lowerer._shape``): one of
-    ``types``; as an object, ``least`` to ``most`` members (``None``: no most)."""
+    ``types``; as an object, ``least`` to ``most`` members (``None``: no
+    most), each named in ``names`` (``None``: any name)."""
 
     types: frozenset[str]
     least: int
     most: int | None
+    names: frozenset[str] | None = None
 
     def meet(self, other: _Shape) -> _Shape:
         """What values of both have."""
         mosts = [m for m in (self.most, other.most) if m is not None]
+        names = [n for n in (self.names, other.names) if n is not None]
         return _Shape(
-            self.types & other.types, max(self.least, other.least), min(mosts, default=None)
+            self.types & other.types,
+            max(self.least, other.least),
+            min(mosts, default=None),
+            frozenset.intersection(*names) if names else None,
         )
 
     def disjoint(self, other: _Shape) -> bool:
         """Whether no value has both shapes: no type in common, or only
-        objects in common (one takes nothing else) with counts apart."""
+        objects in common (one takes nothing else) with counts apart, or
+        with no name in common and a member required."""
         common = self.types & other.types
         if not common:
             return True
         if common != {"object"}:
             return False
         met = self.meet(other)
-        return met.most is not None and met.least > met.most
+        return (met.most is not None and met.least > met.most) or (
+            met.names == frozenset() and met.least > 0
+        )
+
+    def only_empty_object_in_common(self, other: _Shape) -> bool:
+        """Whether a value of both can only be ``{}`` (objects only in
+        common, no name in common)."""
+        return self.types & other.types == {"object"} and self.meet(other).names == frozenset()
 
 
 #: The shape of a schema nothing is known of.
@@ -716,6 +730,10 @@ class Lowerer:
                 (s1, e1), (s2, e2) = live[i], live[j]
                 if _disjoint_by_schema(s1, s2) or shape(i).disjoint(shape(j)):
                     continue
+                if shape(i).only_empty_object_in_common(shape(j)) and any(
+                    self._accepted(x, [{}]) == [] for x in (s1, s2)
+                ):
+                    continue  # (the one value both might take, {}, one of them refuses)
                 if isinstance(e1, Rx) and isinstance(e2, Rx):
                     meet = _meet(
                         e1, e2, limit, lambda i=i, j=j: dfa(i).intersect(dfa(j), max_states=limit)
@@ -765,9 +783,10 @@ class Lowerer:
         """What every value of ``s`` has: the JSON types it may take
         (``"integer"`` beside ``"number"``; its ``type`` or listed values'),
         and as an object the fewest and most members it may have (its
-        ``required`` names, ``minProperties``, ``maxProperties``), each
+        ``required`` names, ``minProperties``, ``maxProperties``) and the
+        names they may have (a closed object's ``properties``), each
         narrowed by its ``anyOf``/``oneOf`` branches' (the union of their
-        types, the widest of their counts). ``visits``: the schemas left to
+        types, the widest of their counts and names). ``visits``: the schemas left to
         read (references may recur): past them, a branch is unknown (every
         type, any count)."""
         visits[0] -= 1
@@ -780,18 +799,23 @@ class Lowerer:
         required = s.get("required", [])
         least = len(set(required)) if isinstance(required, list) else 0
         least = max(least, _count(s, "minProperties", 0) or 0)
+        properties = s.get("properties", {})
+        closed = s.get("additionalProperties", True) is False and not s.get("patternProperties")
+        names = frozenset(properties) if closed and isinstance(properties, dict) else None
         own = _Shape(_EVERY_TYPE if types is None else frozenset(types), least,
-                     _count(s, "maxProperties"))  # fmt: skip
+                     _count(s, "maxProperties"), names)  # fmt: skip
         key = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
         if key is None or not isinstance(s[key], list) or not s[key]:
             return own
         shapes = [self._shape(branch, where, visits) for branch in s[key]]
         objects = [b for b in shapes if "object" in b.types]  # (the counts' branches)
         mosts = [b.most for b in objects]
+        names = [b.names for b in objects]
         union = _Shape(
             frozenset().union(*(b.types for b in shapes)),
             min((b.least for b in objects), default=0),
             None if not objects or None in mosts else max(mosts),
+            None if not objects or None in names else frozenset().union(*names),
         )
         return own.meet(union)
 

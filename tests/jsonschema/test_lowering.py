@@ -2156,3 +2156,30 @@ def test_a_oneof_told_apart_by_how_many_members_its_objects_have():
     schema["items"]["oneOf"][1] = disabled | {"maxProperties": 2}
     with pytest.raises(UnsupportedConstraint, match="oneOf at /items: its branches overlap"):
         lower_json_schema_ir(JsonSchema(schema))
+
+
+def test_a_oneof_of_closed_objects_that_share_only_the_empty_object():
+    """Bitbucket Pipelines' items: ``oneOf`` a closed object of optional
+    ``variables``, and a ``oneOf`` of closed objects of one optional member
+    each (``step``, ``stage``, ``parallel``), whose values no regex spells
+    (arrays of any values). Their names share nothing, so
+    an object of both can only be ``{}``, and the validator finds ``{}``
+    fails the inner ``oneOf`` (it matches all three): no value takes both
+    branches (before, refused). Judged by the validator; where no branch
+    refuses ``{}``, still refused, not taken as disjoint."""
+
+    def closed(name: str) -> dict:  # (a member of any value: grammar mode, no automata)
+        return {"type": "object", "properties": {name: {"type": ["integer", "array"]}},
+                "additionalProperties": False}  # fmt: skip
+
+    inner = {"oneOf": [closed("step"), closed("stage"), closed("parallel")]}
+    schema = {"$defs": {"item": inner}, "oneOf": [closed("variables"), {"$ref": "#/$defs/item"}]}
+    verdicts = judged_by_the_validator(
+        schema,
+        [{}, {"variables": 1}, {"step": 1}, {"parallel": 2}, {"step": 1, "stage": 2},
+         {"variables": 1, "step": 1}, {"step": "x"}, {"stage": [{"a": []}]}, [], 1],
+    )  # fmt: skip
+    assert verdicts == [True, True, True, True, False, False, False, True, False, False]
+    schema["$defs"]["item"] = {"anyOf": inner["oneOf"]}  # ({} in both now)
+    with pytest.raises(UnsupportedConstraint, match="oneOf at /: its branches overlap"):
+        lower_json_schema_ir(JsonSchema(schema))
