@@ -432,6 +432,8 @@ class Lowerer:
             if ("enum" in b or "const" in b) and not (legacy and "$ref" in b)
         ]
         rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
+        if not lists and not _has_marker(s):
+            return self._finite_union(s, where)
         if not lists or not _validating(rest) or _has_marker(s):
             return None  # (nothing to decide, or the usual path decides it alike)
         listing, values = min(lists, key=lambda pair: len(pair[1]))
@@ -446,6 +448,30 @@ class Lowerer:
         except Exception:  # unresolvable reference, unusable keyword
             return None
         return either(*(self.literal(v) for v in values))
+
+    def _finite_union(self, s: dict, where: str) -> Expr | None:
+        """A schema whose ``anyOf`` (or ``oneOf``) branches each list their
+        values, beside keywords the usual path reads only in parts (``if``,
+        ``not``, dependencies): its values are among the branches' lists,
+        each kept where the validator accepts it under the whole schema.
+        ``None`` elsewhere (the usual path decides it)."""
+        key = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
+        beside = {"if", "then", "else", "not", *_DEPENDENCIES}
+        if key is None or not isinstance(s[key], list) or not beside & set(s):
+            return None
+        values: dict[Any, Any] = {}
+        for i, branch in enumerate(s[key]):
+            listed = _listed_values(self._resolved(branch, join_pointer(where, key, i)))
+            if listed is None:
+                return None
+            for v in listed:
+                values.setdefault(_json_key(v), v)
+        if len(values) > _MAX_FINITE:
+            return None
+        accepted = self._accepted(s, list(values.values()))
+        if accepted is None:
+            return None
+        return either(*(self.literal(v) for v in accepted))
 
     def _types(self, s: dict) -> set[str]:
         names = _types_of(s)

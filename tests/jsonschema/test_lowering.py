@@ -2183,3 +2183,30 @@ def test_a_oneof_of_closed_objects_that_share_only_the_empty_object():
     schema["$defs"]["item"] = {"anyOf": inner["oneOf"]}  # ({} in both now)
     with pytest.raises(UnsupportedConstraint, match="oneOf at /: its branches overlap"):
         lower_json_schema_ir(JsonSchema(schema))
+
+
+def test_a_union_of_listed_values_beside_a_conditional():
+    """``oneOf`` branches that each list their values (through references),
+    beside an ``if``/``then``/``else`` on the whole array: the values are
+    among the lists, each kept where the validator accepts it under the
+    whole schema (before, refused: the conditional merged into each branch
+    left an overlap the lowering could not tell apart). Judged by the
+    validator over every listed value and a few others; a union with a
+    branch that lists none is left to the usual path."""
+    schema = {
+        "type": "array",
+        "$defs": {"x": {"enum": [[1], [2, 4], [5]]}, "y": {"enum": [[1], [1, 2]]},
+                  "z": {"enum": [[1], [2, 4], [4, 6], [5]]}},
+        "oneOf": [{"$ref": "#/$defs/x"}, {"$ref": "#/$defs/y"}, {"$ref": "#/$defs/z"}],
+        "if": {"minItems": 1},
+        "then": {"minItems": 2, "items": {"exclusiveMaximum": 5}},
+        "else": {"minItems": 1},
+    }  # fmt: skip
+    verdicts = judged_by_the_validator(schema, [[1], [2, 4], [5], [1, 2], [4, 6], [], [2], 1])
+    assert verdicts == [False, False, False, True, False, False, False, False]
+    schema["anyOf"] = schema.pop("oneOf")  # (anyOf: [2, 4] too)
+    verdicts = judged_by_the_validator(schema, [[1], [2, 4], [5], [1, 2], [4, 6], [], [2], 1])
+    assert verdicts == [False, True, False, True, False, False, False, False]
+    schema["anyOf"].append({"type": "array", "items": {"const": 7}})  # (lists no values)
+    verdicts = judged_by_the_validator(schema, [[1, 2], [2, 4], [7], [7, 7], [7, 7, 7], [1, 7]])
+    assert verdicts == [True, True, False, False, False, False]
