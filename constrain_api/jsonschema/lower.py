@@ -172,7 +172,7 @@ _INLINE_CHARS = 2000
 #: A bigger expression than this becomes a rule in grammar mode (``share``).
 _SHARE_CHARS = 4000
 #: The most schemas read for the shape of an ``anyOf``/``oneOf`` (``Lowerer._shape``).
-_MAX_TYPE_VISITS = 64
+_MAX_SHAPE_VISITS = 64
 #: Every JSON type as ``_value_types`` names them.
 _EVERY_TYPE = frozenset({*_TYPES, "integer"})
 
@@ -455,13 +455,12 @@ class Lowerer:
         ``not``, dependencies): its values are among the branches' lists,
         each kept where the validator accepts it under the whole schema.
         ``None`` elsewhere (the usual path decides it)."""
-        key = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
-        beside = {"if", "then", "else", "not", *_DEPENDENCIES}
-        if key is None or not isinstance(s[key], list) or not beside & set(s):
+        branches = _union_branches(s)
+        if not branches or not {"if", "then", "else", "not", *_DEPENDENCIES} & set(s):
             return None
         values: dict[Any, Any] = {}
-        for i, branch in enumerate(s[key]):
-            listed = _listed_values(self._resolved(branch, join_pointer(where, key, i)))
+        for branch in branches:
+            listed = _listed_values(self._resolved(branch, where))
             if listed is None:
                 return None
             for v in listed:
@@ -747,7 +746,7 @@ class Lowerer:
 
         def shape(i: int) -> _Shape:
             if i not in shapes:
-                shapes[i] = self._shape(live[i][0], where, [_MAX_TYPE_VISITS])
+                shapes[i] = self._shape(live[i][0], where, [_MAX_SHAPE_VISITS])
             return shapes[i]
 
         overlapping = False
@@ -825,15 +824,12 @@ class Lowerer:
         required = s.get("required", [])
         least = len(set(required)) if isinstance(required, list) else 0
         least = max(least, _count(s, "minProperties", 0) or 0)
-        properties = s.get("properties", {})
-        closed = s.get("additionalProperties", True) is False and not s.get("patternProperties")
-        names = frozenset(properties) if closed and isinstance(properties, dict) else None
         own = _Shape(_EVERY_TYPE if types is None else frozenset(types), least,
-                     _count(s, "maxProperties"), names)  # fmt: skip
-        key = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
-        if key is None or not isinstance(s[key], list) or not s[key]:
+                     _count(s, "maxProperties"), _closed_names(s))  # fmt: skip
+        branches = _union_branches(s)
+        if not branches:
             return own
-        shapes = [self._shape(branch, where, visits) for branch in s[key]]
+        shapes = [self._shape(branch, where, visits) for branch in branches]
         objects = [b for b in shapes if "object" in b.types]  # (the counts' branches)
         mosts = [b.most for b in objects]
         names = [b.names for b in objects]
@@ -2212,16 +2208,25 @@ def _disjoint_by_schema(a: Any, b: Any, judged: Callable[[Any, list], list] | No
     return False
 
 
+def _closed_names(s: dict) -> frozenset[str] | None:
+    """The only member names objects of ``s`` may have, where ``s`` is
+    closed (``additionalProperties: false``, no patterns): its declared
+    ``properties``; ``None`` (any name) otherwise."""
+    properties = s.get("properties", {})
+    closed = s.get("additionalProperties", True) is False and not s.get("patternProperties")
+    return frozenset(properties) if closed and isinstance(properties, dict) else None
+
+
 def _forbids(s: dict, name: Any) -> bool:
     """Whether no object of ``s`` has a member ``name`` (cheap sufficient
-    checks: ``properties: {name: false}``, or ``additionalProperties: false``
-    where ``name`` is not declared and no pattern may match it)."""
+    checks: ``properties: {name: false}``, or a closed ``s`` that does not
+    declare it)."""
     properties = s.get("properties", {})
     if not isinstance(properties, dict) or not isinstance(name, str):
         return False
     if name in properties:
         return properties[name] is False
-    return s.get("additionalProperties", True) is False and not s.get("patternProperties")
+    return _closed_names(s) is not None
 
 
 #: Keywords that apply to one JSON type only ("number" with the integers).

@@ -2023,7 +2023,7 @@ def test_a_oneof_told_apart_by_the_types_of_its_branches_unions():
 def test_the_types_of_a_recursive_union_are_read_within_a_bound():
     """An ``anyOf`` that refers to itself in several branches (the same
     value again, with no schema between): reading the types its branches
-    take stops after ``_MAX_TYPE_VISITS`` schemas, the types then unknown,
+    take stops after ``_MAX_SHAPE_VISITS`` schemas, the types then unknown,
     so the ``oneOf`` beside it is refused by name (without the bound, the
     reading recursed until the lowering gave up on the nesting instead)."""
     schema = {
