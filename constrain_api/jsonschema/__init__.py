@@ -28,7 +28,7 @@ from ..grammar import GrammarIR
 from ..specs import Grammar, JsonSchema, Regex
 from .formats import formats_as_patterns
 from .instances import instance_text
-from .ir import Expr, Rx, has_opaque, is_nothing, to_grammar_ir, to_lark
+from .ir import Expr, Rx, has_opaque, is_nothing, to_grammar_ir, to_lark, unguarded_cycle
 from .lower import Lowerer, NotRegular, Options, rewrite_refs
 from .numbers import integers_with_zero_fraction
 from .refs import index_schema
@@ -119,6 +119,7 @@ def _lowered(spec: JsonSchema) -> Rx | dict[str, Expr]:
             trie_nodes=regular.trie_nodes,
         )
         start = lowerer.lower_document()
+        _refuse_unfounded(lowerer)
         _refuse_nothing(start, lowerer)
     return {"start": start, **lowerer.rules}
 
@@ -128,6 +129,27 @@ def _draft_3_or_4(schema) -> bool:
     fraction at all (``3.0`` is a number, not an integer)."""
     meta = schema.get("$schema") if isinstance(schema, dict) else None
     return isinstance(meta, str) and ("draft-03" in meta or "draft-04" in meta)
+
+
+def _refuse_unfounded(lowerer: Lowerer) -> None:
+    """``ConstraintError`` where a schema refers back to itself without
+    descending into the instance (``{"$defs": {"a": {"anyOf": [{"$ref":
+    "#/$defs/a"}, ...]}}}``): validating it never ends, and JSON Schema
+    leaves its meaning undefined (2020-12 Core §9.4.1), so no language is
+    taken for it."""
+    cycle = unguarded_cycle(lowerer.rules, sorted(lowerer.recursive_rules))
+    if cycle is None:
+        return
+    at = [f"#{lowerer.rule_at[name]}" for name in cycle if name in lowerer.rule_at]
+    where = at[0] if at else "#"
+    at = list(dict.fromkeys(at))
+    loop = " -> ".join([*at, at[0]]) if at else "through its rules"
+    raise ConstraintError(
+        "json_schema",
+        f"a reference cycle that never descends into the instance ({loop}): "
+        "infinite recursion, which JSON Schema leaves undefined",
+        where,
+    )
 
 
 def _refuse_nothing(expr, lowerer: Lowerer) -> None:

@@ -18,6 +18,7 @@ text), ``to_grammar_ir`` hands them to the core's ``GrammarIR`` directly (for
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..automata import (
@@ -267,6 +268,113 @@ def size(e: Expr) -> int:
             n = size(e.item)
         object.__setattr__(e, "_size", n)
     return n
+
+
+def unguarded_cycle(rules: dict[str, Expr], roots: Iterable[str] | None = None) -> list[str] | None:
+    """A cycle of rules each of which can be the next one alone (every
+    part beside that call empty): ``[A, B, ..., A]``, or ``None``. Such a
+    rule derives itself while consuming nothing, a recursion through no
+    instance keyword (a ``$ref`` back to a schema it is part of, by
+    ``allOf``/``anyOf``/``$ref`` alone): no language is defined by it.
+    ``roots``: rules every cycle passes through (the lowering's recursive
+    ones), where the search starts; default every rule."""
+    starts = list(rules if roots is None else roots)
+    # every rule taken as nullable first (more edges, never fewer): the
+    # exact set, a fixed point of several walks, only where that finds one
+    cycle = _cycle(rules, starts, set(rules))
+    return cycle and _cycle(rules, starts, _nullable_rules(rules))
+
+
+def _cycle(rules: dict[str, Expr], starts: list[str], nullable: set[str]) -> list[str] | None:
+    memo: dict[int, frozenset[str]] = {}
+    empty: dict[int, bool] = {}
+    edges: dict[str, list[str]] = {}
+
+    def after(name: str) -> Iterator[str]:
+        if name not in edges:
+            found = _alone(rules[name], nullable, memo, empty) if name in rules else ()
+            edges[name] = sorted(found)
+        return iter(edges[name])
+
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    for root in starts:
+        if root in state:
+            continue
+        path, stack = [root], [after(root)]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(after(nxt))
+    return None
+
+
+def _nullable_rules(rules: dict[str, Expr]) -> set[str]:
+    """The rules that derive the empty string (a least fixed point)."""
+    found: set[str] = set()
+    while True:
+        memo: dict[int, bool] = {}
+        more = {n for n, body in rules.items() if n not in found and _empty_ok(body, found, memo)}
+        if not more:
+            return found
+        found |= more
+
+
+def _empty_ok(e: Expr, nullable: set[str], memo: dict[int, bool]) -> bool:
+    if isinstance(e, Rx):
+        return e.nullable
+    if isinstance(e, Call):
+        return e.name in nullable
+    known = memo.get(id(e))
+    if known is None:
+        if isinstance(e, Cat):
+            known = all(_empty_ok(p, nullable, memo) for p in e.parts)
+        elif isinstance(e, Or):
+            known = any(_empty_ok(o, nullable, memo) for o in e.options)
+        else:
+            known = e.min == 0 or _empty_ok(e.item, nullable, memo)
+        memo[id(e)] = known
+    return known
+
+
+_NO_RULES: frozenset[str] = frozenset()
+
+
+def _alone(
+    e: Expr, nullable: set[str], memo: dict[int, frozenset[str]], empty: dict[int, bool]
+) -> frozenset[str]:
+    """The rules ``e`` can derive alone, everything else in it empty
+    (``memo``, ``empty``: this walk's by node, for shared sub-expressions)."""
+    if isinstance(e, Rx):
+        return _NO_RULES
+    if isinstance(e, Call):
+        return frozenset((e.name,))
+    known = memo.get(id(e))
+    if known is None:
+        if isinstance(e, Cat):
+            can = [_empty_ok(p, nullable, empty) for p in e.parts]
+            known = frozenset().union(
+                *(
+                    _alone(p, nullable, memo, empty)
+                    for i, p in enumerate(e.parts)
+                    if all(can[:i]) and all(can[i + 1 :])
+                )
+            )
+        elif isinstance(e, Or):
+            known = frozenset().union(*(_alone(o, nullable, memo, empty) for o in e.options))
+        elif e.max == 0 or (e.min > 1 and not _empty_ok(e.item, nullable, empty)):
+            known = _NO_RULES
+        else:
+            known = _alone(e.item, nullable, memo, empty)
+        memo[id(e)] = known
+    return known
 
 
 # ------------------------------------------------------------ flat rules

@@ -243,6 +243,11 @@ class Lowerer:
         self.options = options
         self.grammar = grammar
         self.rules: dict[str, Expr] = {}
+        #: where each rule of a schema was found (a pointer), for errors;
+        #: the rules that recur inside themselves (every cycle of rules
+        #: passes through one)
+        self.rule_at: dict[str, str] = {}
+        self.recursive_rules: set[str] = set()
         self._names: dict[str, str] = {}
         self._active: list[str] = []
         self._recursive: set[str] = set()
@@ -343,6 +348,8 @@ class Lowerer:
             del self._lowering[key]
         if key in self._recurring:
             self.rules[name] = expr
+            self.rule_at[name] = where
+            self.recursive_rules.add(name)
             expr = Call(name)
         self._memo[key] = expr
         if is_nothing(expr):
@@ -372,8 +379,9 @@ class Lowerer:
             # (the names the target evaluates count for an unevaluatedProperties here)
             unevaluated = {k: s.pop(k) for k in ("unevaluatedProperties",) if k in s}
             s = self._merge(self._expand(self.index.at(target, self.root), target), s, where)
-            if isinstance(s, dict):
-                s.update(unevaluated)
+            if not isinstance(s, dict):  # (a target or a merge that admits nothing)
+                return self.lower(s, where)
+            s.update(unevaluated)
         if s.get("unevaluatedProperties", True) is not True and "allOf" in s:
             s = self._evaluated_here(s, where)
             if not isinstance(s, dict):
@@ -509,6 +517,9 @@ class Lowerer:
             self.rules_inlined[name] = body
             return body
         self.rules[name] = body
+        self.rule_at[name] = pointer
+        if pointer in self._recursive:
+            self.recursive_rules.add(name)
         return Call(name)
 
     def _expand(self, schema: Any, where: str, depth: int = 0) -> Any:

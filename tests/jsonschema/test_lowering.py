@@ -115,6 +115,89 @@ def test_recursive_ref_is_a_grammar():
     assert not ok('{"v":1,"kids":[{}]}')
 
 
+UNFOUNDED = [
+    ({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}, "#/$defs/a"),
+    (
+        {
+            "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "string"}]}},
+            "$ref": "#/$defs/a",
+        },
+        "#/$defs/a",
+    ),
+    # a cycle of two, one through allOf (a merge: named by its content's place)
+    (
+        {
+            "$defs": {
+                "a": {"anyOf": [{"$ref": "#/$defs/b"}, {"type": "string"}]},
+                "b": {"allOf": [{"$ref": "#/$defs/a"}], "minProperties": 1},
+            },
+            "$ref": "#/$defs/a",
+        },
+        "#/$defs/a/anyOf/0",
+    ),
+    ({"$defs": {"a": {"not": {"$ref": "#/$defs/a"}}}, "$ref": "#/$defs/a"}, "#/$defs/a"),
+]
+
+
+@pytest.mark.parametrize(("schema", "where"), UNFOUNDED)
+def test_a_reference_cycle_through_no_instance_keyword_is_an_error(schema, where):
+    """A schema that refers back to itself without descending into the
+    instance: the validator recurses forever on it and JSON Schema leaves
+    it undefined, so the lowering names the cycle (it once took the least
+    language of its rules: the strings for the second, and nothing for
+    the first, reported as an empty schema)."""
+    import jsonschema
+
+    with pytest.raises(ConstraintError, match="reference cycle that never descends") as info:
+        lower_json_schema_ir(JsonSchema(schema))
+    assert info.value.where.startswith(where)
+    try:  # (the validator's own verdict: it never ends)
+        jsonschema.Draft202012Validator(schema).is_valid(1)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # RecursionError, or referencing's Rust core panicking on one
+        pass
+    else:
+        pytest.fail("the validator decided the schema")
+
+
+def test_recursion_through_items_or_members_is_not_such_a_cycle():
+    """The same references, each under an instance keyword, define a language."""
+    schema = {
+        "$defs": {
+            "a": {
+                "anyOf": [
+                    {"type": "array", "items": {"$ref": "#/$defs/a"}},
+                    {"properties": {"k": {"$ref": "#/$defs/a"}}, "required": ["k"]},
+                    {"type": "string"},
+                ]
+            }
+        },
+        "$ref": "#/$defs/a",
+    }
+    judged_by_the_validator(schema, [[], ["x", []], {"k": "x"}, {"k": [1]}, {"j": 1}, 1])
+
+
+def test_unguarded_cycle_takes_only_what_can_be_empty_as_nothing():
+    """The rule-level search: a call beside parts that can be empty is
+    alone (a cycle), one beside a part that cannot is guarded; whether a
+    rule can be empty is its least fixed point (``b`` below)."""
+    from constrain_api.jsonschema.ir import EMPTY, Call, Cat, Rep, Rx, either, unguarded_cycle
+
+    x = Rx("x")
+    assert unguarded_cycle({"a": either(Call("a"), x)}) == ["a", "a"]
+    assert unguarded_cycle({"a": Cat((x, Call("a")))}) is None
+    assert unguarded_cycle({"a": Cat((Call("b"), Call("a"))), "b": either(x, EMPTY)}) == ["a", "a"]
+    assert unguarded_cycle({"a": Cat((Call("b"), Call("a"))), "b": Cat((x, Call("b")))}) is None
+    assert unguarded_cycle({"a": Rep(Call("a"), 2, None)}) is None  # (two copies, neither empty)
+    assert unguarded_cycle({"a": either(Call("b"), x), "b": Call("a")}) in (
+        ["a", "b", "a"],
+        ["b", "a", "b"],
+    )
+    # the search starts at the roots given: a cycle away from them is not met
+    assert unguarded_cycle({"a": x, "b": Call("b")}, roots=["a"]) is None
+
+
 def test_recursion_through_a_ref_merged_with_its_siblings_is_a_rule():
     """A ``$ref`` with sibling keywords (draft 2020-12 applies both) is
     merged into one schema; when that schema holds itself again (the
@@ -828,6 +911,22 @@ def test_false_and_impossible_schemas_are_refused_as_the_empty_language():
         with pytest.raises(ConstraintError, match="no JSON value satisfies") as info:
             lower_json_schema(JsonSchema(schema))
         assert info.value.where == "#"
+
+
+def test_a_ref_to_false_with_siblings_admits_nothing():
+    """A 2020-12 ``$ref`` whose target admits nothing, with keywords beside
+    it: the merge is ``false`` (an AttributeError once, reading it as a
+    dict), so the whole schema is refused as empty and, as a branch, drops
+    out of its union."""
+    empty = {"$defs": {"x": False}, "type": "null", "$ref": "#/$defs/x"}
+    with pytest.raises(ConstraintError, match="no JSON value satisfies"):
+        lower_json_schema(JsonSchema(empty))
+    union = {
+        "$defs": {"x": False},
+        "anyOf": [{"type": "null", "$ref": "#/$defs/x"}, {"const": 1}],
+    }
+    _, accepts = language(union)
+    assert accepts("1") and not accepts("null")
 
 
 NOT_STRING_CASES = [
