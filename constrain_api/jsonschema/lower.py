@@ -650,15 +650,35 @@ class Lowerer:
         return out
 
     def _merge_arrays(self, out: dict, a: dict, b: dict) -> None:
-        """Elements of ``allOf: [a, b]``: position by position, then the tails."""
-        (pa, ta), (pb, tb) = _positional(a), _positional(b)
+        """Elements of ``allOf: [a, b]``: position by position, then the
+        tails, spelled as the document's draft spells them (``items`` as a
+        list and ``additionalItems`` before 2020-12: the merged schema is
+        also judged by that draft's validator, which ignores ``prefixItems``)."""
+        tuples = self._tuple_items
+        (pa, ta), (pb, tb) = _positional(a, tuples), _positional(b, tuples)
         n = max(len(pa), len(pb))
         pa, pb = pa + [ta] * (n - len(pa)), pb + [tb] * (n - len(pb))
+        stray = a.get("prefixItems", b.get("prefixItems")) if tuples else None
         for key in ("items", "prefixItems", "additionalItems"):
             out.pop(key, None)
+        prefix = [_conj(x, y) for x, y in zip(pa, pb, strict=True)]
+        if not tuples:
+            if n:
+                out["prefixItems"] = prefix
+            out["items"] = _conj(ta, tb)
+            return
         if n:
-            out["prefixItems"] = [_conj(x, y) for x, y in zip(pa, pb, strict=True)]
-        out["items"] = _conj(ta, tb)
+            out["items"], out["additionalItems"] = prefix, _conj(ta, tb)
+        else:
+            out["items"] = _conj(ta, tb)
+        if stray is not None:  # (not this draft's keyword: kept for _array to refuse)
+            out["prefixItems"] = stray
+
+    @functools.cached_property
+    def _tuple_items(self) -> bool:
+        """Whether the document's draft writes positional items as a list in
+        ``items`` (drafts up to 2019-09) rather than ``prefixItems``."""
+        return "prefixItems" not in self.draft.VALIDATORS
 
     def _merge_keyword(self, key: str, x: Any, y: Any, a: dict, b: dict, where: str) -> Any:
         if key == "type":
@@ -1511,6 +1531,13 @@ class Lowerer:
             return NOTHING
         items = s.get("items", True)
         prefix = s.get("prefixItems", [])
+        if prefix and self._tuple_items:
+            raise _unsupported(
+                "prefixItems",
+                where,
+                f"not a keyword of the schema's draft ({self.draft.__name__}); refused "
+                "rather than ignored, since its author likely meant another draft's",
+            )
         if isinstance(items, list):  # draft-04..2019-09 tuple form
             prefix, items = items, s.get("additionalItems", True)
         if "unevaluatedItems" in s and "items" not in s and "additionalItems" not in s:
@@ -2029,12 +2056,13 @@ def _count(s: dict, key: str, default: int | None = None) -> int | None:
     return None if value is None else int(value)
 
 
-def _positional(s: dict) -> tuple[list[Any], Any]:
-    """``(prefix schemas, schema of the rest)`` of an array schema, any draft."""
+def _positional(s: dict, tuples: bool) -> tuple[list[Any], Any]:
+    """``(prefix schemas, schema of the rest)`` of an array schema; ``tuples``:
+    a draft whose positional items are a list in ``items`` (no ``prefixItems``)."""
     items = s.get("items", True)
     if isinstance(items, list):
         return list(items), s.get("additionalItems", True)
-    return list(s.get("prefixItems", [])), items
+    return ([] if tuples else list(s.get("prefixItems", []))), items
 
 
 def _conj(x: Any, y: Any) -> Any:

@@ -769,6 +769,42 @@ def test_dependencies_as_choices_of_presence(schema):
     assert any(verdicts) and not all(verdicts)
 
 
+DRAFT_7 = "http://json-schema.org/draft-07/schema#"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$schema": DRAFT_7, "items": [False], "anyOf": [{"enum": [[1], []]}]},
+        {
+            "$schema": DRAFT_7,
+            "items": [{"type": "string"}],
+            "additionalItems": False,
+            "anyOf": [{"items": [True, {"type": "integer"}]}, {"type": "null"}],
+        },
+        {"$schema": DRAFT_7, "items": {"type": "string"}, "allOf": [{"items": [True, True]}]},
+    ],
+)
+def test_positional_items_merged_in_the_draft_s_own_spelling(schema):
+    """Draft 7's list form of ``items`` merged into a union's branches: the
+    merge wrote ``prefixItems``, which draft 7's validator ignores when it
+    judges the branch's listed values, so ``[1]`` was let through beside
+    ``items: [false]``. Judged by the validator, element by element."""
+    judged_by_the_validator(schema, [[], [1], ["a"], ["a", 1], ["a", "b"], [1, 1], None, 3])
+
+
+def test_prefix_items_is_refused_in_drafts_without_it():
+    """``prefixItems`` before 2020-12 is no keyword (the validator ignores
+    it): refused by name rather than ignored, as ``dependencies`` under
+    2020-12 is (it was applied as 2020-12 does)."""
+    for meta in (DRAFT_7, "https://json-schema.org/draft/2019-09/schema"):
+        schema = {"$schema": meta, "prefixItems": [False]}
+        with pytest.raises(UnsupportedConstraint, match="prefixItems at /: not a keyword"):
+            lower_json_schema(JsonSchema(schema))
+    _, accepts = language({"prefixItems": [False]})  # (2020-12: its keyword)
+    assert accepts("[]") and not accepts("[1]")
+
+
 def test_dependencies_still_refused():
     """``dependencies`` under draft 2020-12 (no ``$schema``) is not a
     keyword there: refused by name rather than ignored. More than six
