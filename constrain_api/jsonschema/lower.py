@@ -89,6 +89,31 @@ _REFUSED = {
 _TYPES = ("null", "boolean", "object", "array", "string", "number")
 #: Keywords whose members require others (draft 4-7; 2019-09 on).
 _DEPENDENCIES = ("dependencies", "dependentRequired", "dependentSchemas")
+
+
+def _keywords_of(draft: Any) -> frozenset[str]:
+    """The keywords a ``jsonschema`` validator class's draft defines (its
+    ``minContains``/``maxContains`` are read inside ``contains``)."""
+    extra = {"minContains", "maxContains"} if "unevaluatedItems" in draft.VALIDATORS else set()
+    return frozenset(draft.VALIDATORS) | extra
+
+
+#: The keywords some draft from 4 to 2020-12 defines and another lacks
+#: (``_refuse_other_drafts_keywords``), less those the lowering ignores
+#: where the validator does (``additionalItems``) and the dynamic
+#: references, refused on their own.
+_DRAFT_KEYWORDS = frozenset().union(
+    *(
+        _keywords_of(cls)
+        for cls in (
+            jsonschema.Draft4Validator,
+            jsonschema.Draft6Validator,
+            jsonschema.Draft7Validator,
+            jsonschema.Draft201909Validator,
+            jsonschema.Draft202012Validator,
+        )
+    )
+) - {"additionalItems", "$recursiveRef", "$dynamicRef"}
 #: Members with dependencies in one schema, at most (2 ** this branches).
 _MAX_DEPENDENCIES = 6
 _APPLICATORS = {
@@ -314,7 +339,31 @@ class Lowerer:
             raise _unsupported(
                 f"$schema {meta!r}", "", "a custom meta-schema may switch vocabularies off"
             )
+        self._refuse_other_drafts_keywords()
         return cat(self.ws, self.lower(self.root, ""), self.ws)
+
+    def _refuse_other_drafts_keywords(self) -> None:
+        """``UnsupportedConstraint`` for a keyword of another draft anywhere in
+        the document (``if`` or ``const`` in draft 4, ``unevaluatedProperties``
+        or ``prefixItems`` in draft 7, ``dependencies`` in 2020-12): its
+        draft's validator ignores it, the lowering would apply it, and its
+        author likely meant the other draft, so it is refused by name
+        rather than either. ``additionalItems`` in 2020-12 is ignored by
+        both (read only beside a list ``items``, which 2020-12 forbids)."""
+        draft = self.draft
+        own = _keywords_of(draft)
+        for pointer in self.index.bases:
+            node = self.index.at(pointer, self.root)
+            if not isinstance(node, dict):
+                continue
+            for key in node:
+                if key in _DRAFT_KEYWORDS and key not in own:
+                    raise _unsupported(
+                        key,
+                        pointer,
+                        f"not a keyword of the schema's draft ({draft.__name__}); refused "
+                        "rather than ignored, since its author likely meant another draft's",
+                    )
 
     def lower(self, schema: Any, where: str) -> Expr:
         """The expression of ``schema`` (found at ``where``)."""
@@ -658,7 +707,6 @@ class Lowerer:
         (pa, ta), (pb, tb) = _positional(a, tuples), _positional(b, tuples)
         n = max(len(pa), len(pb))
         pa, pb = pa + [ta] * (n - len(pa)), pb + [tb] * (n - len(pb))
-        stray = a.get("prefixItems", b.get("prefixItems")) if tuples else None
         for key in ("items", "prefixItems", "additionalItems"):
             out.pop(key, None)
         prefix = [_conj(x, y) for x, y in zip(pa, pb, strict=True)]
@@ -671,8 +719,6 @@ class Lowerer:
             out["items"], out["additionalItems"] = prefix, _conj(ta, tb)
         else:
             out["items"] = _conj(ta, tb)
-        if stray is not None:  # (not this draft's keyword: kept for _array to refuse)
-            out["prefixItems"] = stray
 
     @functools.cached_property
     def _tuple_items(self) -> bool:
@@ -1531,13 +1577,6 @@ class Lowerer:
             return NOTHING
         items = s.get("items", True)
         prefix = s.get("prefixItems", [])
-        if prefix and self._tuple_items:
-            raise _unsupported(
-                "prefixItems",
-                where,
-                f"not a keyword of the schema's draft ({self.draft.__name__}); refused "
-                "rather than ignored, since its author likely meant another draft's",
-            )
         if isinstance(items, list):  # draft-04..2019-09 tuple form
             prefix, items = items, s.get("additionalItems", True)
         if "unevaluatedItems" in s and "items" not in s and "additionalItems" not in s:

@@ -805,6 +805,55 @@ def test_prefix_items_is_refused_in_drafts_without_it():
     assert accepts("[]") and not accepts("[1]")
 
 
+DRAFT_4 = "http://json-schema.org/draft-04/schema#"
+
+
+@pytest.mark.parametrize(
+    ("meta", "body", "keyword"),
+    [
+        (DRAFT_4, {"if": {"type": "string"}, "then": {"type": "integer"}}, "if"),
+        ("http://json-schema.org/draft-06/schema#", {"if": {"type": "string"}, "else": {}}, "if"),
+        (DRAFT_4, {"const": 1}, "const"),
+        (DRAFT_4, {"items": {"contains": {"type": "string"}}}, "contains"),
+        (DRAFT_4, {"propertyNames": {"maxLength": 1}}, "propertyNames"),
+        (DRAFT_7, {"unevaluatedProperties": False}, "unevaluatedProperties"),
+        (DRAFT_7, {"contains": {"type": "string"}, "minContains": 2}, "minContains"),
+        (None, {"$defs": {"x": {"dependencies": {"a": ["b"]}}}}, "dependencies"),
+    ],
+)
+def test_a_keyword_of_another_draft_is_refused_by_name(meta, body, keyword):
+    """The draft's validator ignores a keyword its draft lacks, and the
+    lowering applied it (draft 4's ``const: 1`` was the one value 1 where
+    every value is valid): refused wherever it stands, naming it."""
+    import jsonschema
+
+    schema = {**({"$schema": meta} if meta else {}), **body}
+    with pytest.raises(UnsupportedConstraint, match=f"{keyword} at .*not a keyword"):
+        lower_json_schema_ir(JsonSchema(schema))
+    if keyword == "const":
+        assert jsonschema.Draft4Validator(schema).is_valid(2)  # (what applying it got wrong)
+
+
+def test_keywords_of_the_draft_and_those_ignored_alike_still_lower():
+    """``minContains`` is 2019-09's (the validator reads it inside
+    ``contains``), ``const`` draft 6's; ``additionalItems`` in 2020-12 is
+    ignored by the validator and the lowering alike."""
+    judged_by_the_validator(
+        {
+            "$schema": "https://json-schema.org/draft/2019-09/schema",
+            "contains": {"const": 1},
+            "minContains": 2,
+        },
+        [[1], [1, 1], [1, 2, 1], []],
+    )
+    judged_by_the_validator(
+        {"$schema": "http://json-schema.org/draft-06/schema#", "const": 1}, [1, 2, "a"]
+    )
+    judged_by_the_validator(
+        {"additionalItems": False, "items": {"type": "integer"}}, [[1, 2], ["a"]]
+    )
+
+
 def test_dependencies_still_refused():
     """``dependencies`` under draft 2020-12 (no ``$schema``) is not a
     keyword there: refused by name rather than ignored. More than six
