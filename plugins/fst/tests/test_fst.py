@@ -132,6 +132,23 @@ def test_openfst_stops_at_the_state_bound_before_building_more(fst):
     _assert_same_masks(compiled, ca.get("naive").compile(spec, vocab), vocab, "(a|b)*a(a|b){6}", 2)
 
 
+def _openfst_stops(monkeypatch) -> list:
+    """The thresholds at which OpenFst's determinization is stopped
+    (``TooLargeForOpenFst`` raised, the core's automaton standing in)."""
+    import constrain_fst.automata as automata
+
+    stopped: list = []
+    real = automata.TooLargeForOpenFst
+
+    class Spy(real):
+        def __init__(self, threshold):
+            stopped.append(threshold)
+            super().__init__(threshold)
+
+    monkeypatch.setattr(automata, "TooLargeForOpenFst", Spy)
+    return stopped
+
+
 def test_past_openfsts_work_bound_the_cores_automaton_stands_in(fst, monkeypatch):
     """Determinization work grows with input x output states: past
     DETERMINIZE_WORK OpenFst is stopped and the core's minimal DFA (which
@@ -141,15 +158,7 @@ def test_past_openfsts_work_bound_the_cores_automaton_stands_in(fst, monkeypatch
 
     vocab = small_vocabulary()
     spec = ca.Regex("(a|b)*a(a|b){5}(c|ab)*")
-    stopped = []
-    real = automata.TooLargeForOpenFst
-
-    class Spy(real):
-        def __init__(self, threshold):
-            stopped.append(threshold)
-            super().__init__(threshold)
-
-    monkeypatch.setattr(automata, "TooLargeForOpenFst", Spy)
+    stopped = _openfst_stops(monkeypatch)
     oracle = ca.get("naive").compile(spec, vocab)
     ca.clear_caches()
     fst.compile(spec, vocab)
@@ -166,6 +175,37 @@ def test_past_openfsts_work_bound_the_cores_automaton_stands_in(fst, monkeypatch
         assert stopped, f"{name}: OpenFst was not stopped, the fallback was not exercised"
         _assert_same_masks(compiled, oracle, vocab, spec.pattern, 3)
         stopped.clear()
+
+
+def test_a_determinization_stage_projected_past_the_budget_stops_openfst(fst, monkeypatch):
+    """Past STAGE_PAIRS, OpenFst determinizes in stages of 4x the states,
+    each timed: a stage whose projection passes what is left of
+    max_seconds is not begun (OpenFst cannot be stopped once it runs; a
+    generated regex's single call ran a 30 s compile to 49 s), and the
+    core's automaton stands in, the oracle's masks. Here every stage
+    "takes" 20 s by the clock the stages read."""
+    import itertools
+
+    import constrain_fst.automata as automata
+
+    vocab = small_vocabulary()
+    spec = ca.Regex("(a|b)*a(a|b){5}(c|ab)*")
+    stopped = _openfst_stops(monkeypatch)
+    ticks = itertools.count(step=20.0)
+    monkeypatch.setattr(automata, "STAGE_PAIRS", 50)
+    monkeypatch.setattr(automata, "_clock", lambda: next(ticks))
+    oracle = ca.get("naive").compile(spec, vocab)
+    ca.clear_caches()
+    compiled = fst.compile(spec, vocab, max_seconds=100)
+    assert stopped, "no stage was stopped: the fallback was not exercised"
+    _assert_same_masks(compiled, oracle, vocab, spec.pattern, 3)
+    # with time to spare, the stages run on to the whole automaton
+    stopped.clear()
+    monkeypatch.setattr(automata, "_clock", lambda: 0.0)
+    ca.clear_caches()
+    compiled = fst.compile(spec, vocab, max_seconds=100)
+    assert not stopped
+    _assert_same_masks(compiled, oracle, vocab, spec.pattern, 3)
 
 
 def test_the_composition_estimate_counts_a_shared_walk_once(fst):
