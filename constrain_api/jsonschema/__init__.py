@@ -146,8 +146,9 @@ def _refuse_unfounded(lowerer: Lowerer) -> None:
     loop = " -> ".join([*at, at[0]]) if at else "through its rules"
     raise ConstraintError(
         "json_schema",
-        f"a reference cycle that never descends into the instance ({loop}): "
-        "infinite recursion, which JSON Schema leaves undefined",
+        f"no JSON value satisfies the schema: a reference cycle never descends into the "
+        f"instance ({loop}), so validating it never ends (JSON Schema leaves such "
+        "recursion undefined)",
         where,
     )
 

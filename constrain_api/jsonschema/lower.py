@@ -339,7 +339,8 @@ class Lowerer:
             raise _unsupported(
                 f"$schema {meta!r}", "", "a custom meta-schema may switch vocabularies off"
             )
-        self._refuse_other_drafts_keywords()
+        if not self.grammar:  # (grammar mode follows regex mode on the same document)
+            self._refuse_other_drafts_keywords()
         return cat(self.ws, self.lower(self.root, ""), self.ws)
 
     def _refuse_other_drafts_keywords(self) -> None:

@@ -148,7 +148,9 @@ def test_a_reference_cycle_through_no_instance_keyword_is_an_error(schema, where
     the first, reported as an empty schema)."""
     import jsonschema
 
-    with pytest.raises(ConstraintError, match="reference cycle that never descends") as info:
+    with pytest.raises(
+        ConstraintError, match="reference cycle never descends into the instance"
+    ) as info:
         lower_json_schema_ir(JsonSchema(schema))
     assert info.value.where.startswith(where)
     try:  # (the validator's own verdict: it never ends)
