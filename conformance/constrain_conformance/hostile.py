@@ -332,6 +332,18 @@ MALFORMED = [
         ),
     ),
     spec_case(
+        # a reference back to itself through anyOf alone: undefined (the
+        # validator recurses forever), not the strings of its other branch
+        "schema-ref-cycle-in-a-union",
+        "malformed",
+        lambda: ca.JsonSchema(
+            {
+                "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "string"}]}},
+                "$ref": "#/$defs/a",
+            }
+        ),
+    ),
+    spec_case(
         "schema-bad-pattern",
         "malformed",
         lambda: ca.JsonSchema({"type": "string", "pattern": "(("}),
