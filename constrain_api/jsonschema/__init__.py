@@ -12,7 +12,10 @@ language a schema stands for.
 language spells it (compact, members in the lowering's order).
 
 Modules: ``refs`` (``$ref`` resolution), ``lower`` (the schema walker),
-``instances`` (instances as text),
+``keywords`` (which keywords validate, which are refused, which draft has
+which), ``values`` (listed values and JSON types as schemas give them),
+``exclusive`` (how ``oneOf`` branches are told apart, and the ways a value
+fails a schema), ``instances`` (instances as text),
 ``ir`` (the expression language and its regex/Lark printers), ``strings``,
 ``numbers``, ``formats`` (the regexes of JSON strings, numbers and formats).
 """

@@ -22,11 +22,10 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import Any
 
 import jsonschema
 import referencing
@@ -50,6 +49,23 @@ from ..budget import checkpoint, is_budget_error
 from ..caching import core_cache
 from ..errors import CompileLimitExceeded, UnsupportedConstraint
 from . import formats, numbers, strings
+from .exclusive import (
+    ANY_SHAPE,
+    Shape,
+    apart,
+    closed_names,
+    disjoint_by_schema,
+    exclusive_failing,
+    exclusive_objects,
+    exclusive_required,
+    failures,
+    in_one_order,
+    members_declared,
+    object_shapes,
+    role_on_type,
+    tag_cases,
+    takes_all,
+)
 from .ir import (
     EMPTY,
     NOTHING,
@@ -64,65 +80,38 @@ from .ir import (
     separated,
     size,
 )
+from .keywords import (
+    APPLICATORS,
+    DEPENDENCIES,
+    DRAFT_KEYWORDS,
+    KEYWORDS_OF_TYPE,
+    REFUSED,
+    TYPES,
+    annotation_keywords,
+    can_reject,
+    count_keyword,
+    keywords_of,
+)
 from .refs import SCHEMA_KEYWORDS, SchemaIndex, join_pointer
+from .values import (
+    EVERY_TYPE,
+    declared_types,
+    enum_values,
+    json_equal,
+    json_key,
+    listed_values,
+    types_of,
+    value_types,
+)
 
 ROOT_URI = "urn:constrain-api:schema"
 
-#: Keywords that only annotate (or are unknown): they never change the language.
-#: Everything the walker does not list here or handle is refused by name.
-_HANDLED = {
-    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
-    "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
-    "uniqueItems", "maxProperties", "minProperties", "required", "allOf", "anyOf",
-    "oneOf", "not", "prefixItems", "items", "additionalItems", "properties",
-    "patternProperties", "additionalProperties", "propertyNames", "format", "$ref",
-    "unevaluatedProperties", "unevaluatedItems", "if", "then", "else", "contains",
-    "minContains", "maxContains",
-}  # fmt: skip
-_REFUSED = {
-    "dependentRequired": "members required by the presence of others",
-    "dependencies": "members required by the presence of others",
-    "dependentSchemas": "schemas applied by the presence of members",
-    "$dynamicRef": "dynamic scope",
-    "$recursiveRef": "dynamic scope",
-}
-_TYPES = ("null", "boolean", "object", "array", "string", "number")
-#: Keywords whose members require others (draft 4-7; 2019-09 on).
-_DEPENDENCIES = ("dependencies", "dependentRequired", "dependentSchemas")
 
-
-def _keywords_of(draft: Any) -> frozenset[str]:
-    """The keywords a ``jsonschema`` validator class's draft defines (its
-    ``minContains``/``maxContains`` are read inside ``contains``)."""
-    extra = {"minContains", "maxContains"} if "unevaluatedItems" in draft.VALIDATORS else set()
-    return frozenset(draft.VALIDATORS) | extra
-
-
-#: The keywords some draft from 4 to 2020-12 defines and another lacks
-#: (``_refuse_other_drafts_keywords``), less those the lowering ignores
-#: where the validator does (``additionalItems``) and the dynamic
-#: references, refused on their own.
-_DRAFT_KEYWORDS = frozenset().union(
-    *(
-        _keywords_of(cls)
-        for cls in (
-            jsonschema.Draft4Validator,
-            jsonschema.Draft6Validator,
-            jsonschema.Draft7Validator,
-            jsonschema.Draft201909Validator,
-            jsonschema.Draft202012Validator,
-        )
-    )
-) - {"additionalItems", "$recursiveRef", "$dynamicRef"}
 #: Members with dependencies in one schema, at most (2 ** this branches).
 _MAX_DEPENDENCIES = 6
-_APPLICATORS = {
-    "allOf", "anyOf", "oneOf", "not", "$ref", "if", "then", "else", "dependentSchemas",
-    "__allOf__",
-}  # fmt: skip
 #: Keywords beside which the names an ``unevaluatedProperties`` sees are not
 #: the schema's own (``Lowerer._evaluated_here``).
-_ACROSS = (_APPLICATORS - {"allOf"}) | {"__conditionals__", "$dynamicRef", "dependencies"}
+_ACROSS = (APPLICATORS - {"allOf"}) | {"__conditionals__", "$dynamicRef", "dependencies"}
 
 
 class NotRegular(Exception):
@@ -139,7 +128,7 @@ def _discriminator(cond: Any) -> tuple[str, dict, bool, bool] | None:
     ``type``), or ``None``."""
     if not isinstance(cond, dict):
         return None
-    keys = {k for k in cond if _validating({k: cond[k]})}
+    keys = {k for k in cond if can_reject({k: cond[k]})}
     props = cond.get("properties")
     if not keys <= {"properties", "required", "type"} or not isinstance(props, dict):
         return None
@@ -148,7 +137,7 @@ def _discriminator(cond: Any) -> tuple[str, dict, bool, bool] | None:
     ((name, schema),) = props.items()
     if not isinstance(schema, dict) or not ("const" in schema or "enum" in schema):
         return None
-    if {k for k in schema if _validating({k: schema[k]})} - {"const", "enum", "type"}:
+    if {k for k in schema if can_reject({k: schema[k]})} - {"const", "enum", "type"}:
         return None
     required = cond.get("required", [])
     if required not in ([], [name]):
@@ -177,16 +166,6 @@ def _unsupported(construct: str, where: str, reason: str) -> UnsupportedConstrai
     return UnsupportedConstraint("json_schema", f"{construct} at {where or '/'}", reason)
 
 
-def _types_of(s: dict) -> set[str]:
-    t = s.get("type")
-    if t is None:
-        return set(_TYPES)
-    names = {t} if isinstance(t, str) else set(t)
-    if "integer" in names and "number" not in names:
-        names.add("integer")
-    return names
-
-
 #: Keywords that constrain strings only: ``not`` of a schema of these alone
 #: is the strings that fail them (a difference of automata).
 _STRING_KEYWORDS = frozenset({"pattern", "minLength", "maxLength"})
@@ -198,53 +177,8 @@ _INLINE_CHARS = 2000
 _SHARE_CHARS = 4000
 #: The most schemas read for the shape of an ``anyOf``/``oneOf`` (``Lowerer._shape``).
 _MAX_SHAPE_VISITS = 64
-#: Every JSON type as ``_value_types`` names them.
-_EVERY_TYPE = frozenset({*_TYPES, "integer"})
 
 
-class _Shape(NamedTuple):
-    """What every value of a schema has (``Lowerer._shape``): one of
-    ``types``; as an object, ``least`` to ``most`` members (``None``: no
-    most), each named in ``names`` (``None``: any name)."""
-
-    types: frozenset[str]
-    least: int
-    most: int | None
-    names: frozenset[str] | None = None
-
-    def meet(self, other: _Shape) -> _Shape:
-        """What values of both have."""
-        mosts = [m for m in (self.most, other.most) if m is not None]
-        names = [n for n in (self.names, other.names) if n is not None]
-        return _Shape(
-            self.types & other.types,
-            max(self.least, other.least),
-            min(mosts, default=None),
-            frozenset.intersection(*names) if names else None,
-        )
-
-    def disjoint(self, other: _Shape) -> bool:
-        """Whether no value has both shapes: no type in common, or only
-        objects in common (one takes nothing else) with counts apart, or
-        with no name in common and a member required."""
-        common = self.types & other.types
-        if not common:
-            return True
-        if common != {"object"}:
-            return False
-        met = self.meet(other)
-        return (met.most is not None and met.least > met.most) or (
-            met.names == frozenset() and met.least > 0
-        )
-
-    def only_empty_object_in_common(self, other: _Shape) -> bool:
-        """Whether a value of both can only be ``{}`` (objects only in
-        common, no name in common)."""
-        return self.types & other.types == {"object"} and self.meet(other).names == frozenset()
-
-
-#: The shape of a schema nothing is known of.
-_ANY_SHAPE = _Shape(_EVERY_TYPE, 0, None)
 #: The most listed values a schema is decided by (see ``_Lowerer._finite``).
 _MAX_FINITE = 10_000
 
@@ -352,13 +286,13 @@ class Lowerer:
         rather than either. ``additionalItems`` in 2020-12 is ignored by
         both (read only beside a list ``items``, which 2020-12 forbids)."""
         draft = self.draft
-        own = _keywords_of(draft)
+        own = keywords_of(draft)
         for pointer in self.index.bases:
             node = self.index.at(pointer, self.root)
             if not isinstance(node, dict):
                 continue
             for key in node:
-                if key in _DRAFT_KEYWORDS and key not in own:
+                if key in DRAFT_KEYWORDS and key not in own:
                     raise _unsupported(
                         key,
                         pointer,
@@ -424,7 +358,7 @@ class Lowerer:
         if "$ref" in s:
             ref = s.pop("$ref")
             target = self._target(ref, where)
-            if not _validating(s) or self.index.legacy_ref:  # drafts <= 7 ignore siblings
+            if not can_reject(s) or self.index.legacy_ref:  # drafts <= 7 ignore siblings
                 return self.lower_ref(target)
             # (the names the target evaluates count for an unevaluatedProperties here)
             unevaluated = {k: s.pop(k) for k in ("unevaluatedProperties",) if k in s}
@@ -437,7 +371,7 @@ class Lowerer:
             if not isinstance(s, dict):
                 return self.lower(s, where)
         for key in ("unevaluatedProperties", "unevaluatedItems"):
-            if s.get(key, True) is not True and _APPLICATORS & set(s):
+            if s.get(key, True) is not True and APPLICATORS & set(s):
                 raise _unsupported(
                     key, where, "what counts as evaluated depends on the applicators beside it"
                 )
@@ -448,9 +382,9 @@ class Lowerer:
             finite = self._finite(s, where)  # (a listed value may come from a branch's $ref)
             if finite is not None:
                 return finite
-        if any(key in s for key in _DEPENDENCIES):
+        if any(key in s for key in DEPENDENCIES):
             s = self._dependencies(s, where)
-        for key, reason in _REFUSED.items():
+        for key, reason in REFUSED.items():
             if key in s and not _trivial(key, s[key]):
                 raise _unsupported(key, where, reason)
         if "if" in s or "then" in s or "else" in s or "__conditionals__" in s:
@@ -470,7 +404,7 @@ class Lowerer:
             return self.lower(merged, where)
         if "enum" in s or "const" in s:
             return self._enum(s, where)
-        return either(*(self._typed(t, s, where) for t in _TYPES if t in self._types(s)))
+        return either(*(self._typed(t, s, where) for t in TYPES if t in self._types(s)))
 
     def _finite(self, s: dict, where: str) -> Expr | None:
         """A schema that lists its values (``enum``/``const``, beside or in a
@@ -485,14 +419,14 @@ class Lowerer:
             return None
         branches = [s, *(b for b in s.get("allOf", ()) if isinstance(b, dict))]
         lists = [
-            (b, _enum_values(b, None))
+            (b, enum_values(b, None))
             for b in branches
             if ("enum" in b or "const" in b) and not (legacy and "$ref" in b)
         ]
         rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
         if not lists and not _has_marker(s):
             return self._finite_union(s, where)
-        if not lists or not _validating(rest) or _has_marker(s):
+        if not lists or not can_reject(rest) or _has_marker(s):
             return None  # (nothing to decide, or the usual path decides it alike)
         listing, values = min(lists, key=lambda pair: len(pair[1]))
         if len(values) > _MAX_FINITE:
@@ -514,15 +448,15 @@ class Lowerer:
         each kept where the validator accepts it under the whole schema.
         ``None`` elsewhere (the usual path decides it)."""
         branches = _union_branches(s)
-        if not branches or not {"if", "then", "else", "not", *_DEPENDENCIES} & set(s):
+        if not branches or not {"if", "then", "else", "not", *DEPENDENCIES} & set(s):
             return None
         values: dict[Any, Any] = {}
         for branch in branches:
-            listed = _listed_values(self._resolved(branch, where))
+            listed = listed_values(self._resolved(branch, where))
             if listed is None:
                 return None
             for v in listed:
-                values.setdefault(_json_key(v), v)
+                values.setdefault(json_key(v), v)
         if len(values) > _MAX_FINITE:
             return None
         accepted = self._accepted(s, list(values.values()))
@@ -531,7 +465,7 @@ class Lowerer:
         return either(*(self.literal(v) for v in accepted))
 
     def _types(self, s: dict) -> set[str]:
-        names = _types_of(s)
+        names = types_of(s)
         if "integer" in names:
             names.add("number")
         return names
@@ -581,7 +515,7 @@ class Lowerer:
         rest = {k: v for k, v in schema.items() if k != "$ref"}
         target = self._target(schema["$ref"], where)
         inner = self._expand(self.index.at(target, self.root), target, depth + 1)
-        if self.index.legacy_ref or not _validating(rest):
+        if self.index.legacy_ref or not can_reject(rest):
             return inner
         return self._merge(inner, rest, where)
 
@@ -681,7 +615,7 @@ class Lowerer:
                 continue
             out[key] = self._merge_keyword(key, mine, value, a, b, where)
         for x, y in ((a, b), (b, a)):
-            if x.get("patternProperties") and not _takes_all(y.get("additionalProperties", True)):
+            if x.get("patternProperties") and not takes_all(y.get("additionalProperties", True)):
                 # (y's additionalProperties holds for the names x's patterns match, which
                 # the merged patternProperties would exempt from it)
                 raise _unsupported(
@@ -747,9 +681,9 @@ class Lowerer:
         if key == "required":
             return list(dict.fromkeys(list(x) + list(y)))
         if key == "enum":
-            return [v for v in x if any(_json_equal(v, w) for w in y)]
+            return [v for v in x if any(json_equal(v, w) for w in y)]
         if key == "const":
-            return x if _json_equal(x, y) else {"__never__": True}
+            return x if json_equal(x, y) else {"__never__": True}
         if key in ("properties", "patternProperties", "$defs", "definitions"):
             merged = dict(x)
             for name, sub in y.items():
@@ -761,7 +695,7 @@ class Lowerer:
             return {"allOf": [x, y]}
         if key in ("format", "multipleOf", "uniqueItems", "if", "then", "else"):
             raise _unsupported(f"allOf with two {key} keywords", where, "their conjunction")
-        if not _validating({key: x}):
+        if not can_reject({key: x}):
             return x  # annotations: keep the first
         raise _unsupported(f"allOf merging {key}", where, "no merge rule for this keyword")
 
@@ -820,9 +754,9 @@ class Lowerer:
                 )
             return dfas[i]
 
-        shapes: dict[int, _Shape] = {}
+        shapes: dict[int, Shape] = {}
 
-        def shape(i: int) -> _Shape:
+        def shape(i: int) -> Shape:
             if i not in shapes:
                 shapes[i] = self._shape(live[i][0], where, [_MAX_SHAPE_VISITS])
             return shapes[i]
@@ -831,7 +765,7 @@ class Lowerer:
         for i in range(len(live)):
             for j in range(i + 1, len(live)):
                 (s1, e1), (s2, e2) = live[i], live[j]
-                if _disjoint_by_schema(s1, s2) or shape(i).disjoint(shape(j)):
+                if disjoint_by_schema(s1, s2) or shape(i).disjoint(shape(j)):
                     continue
                 if shape(i).only_empty_object_in_common(shape(j)) and any(
                     self._accepted(x, [{}]) == [] for x in (s1, s2)
@@ -853,7 +787,7 @@ class Lowerer:
         if by_type is not None:
             return by_type
         single_spelling = all(
-            isinstance(e, Rx) and (_value_types(s) or {"object"}) <= {"string", "null", "boolean"}
+            isinstance(e, Rx) and (value_types(s) or {"object"}) <= {"string", "null", "boolean"}
             for s, e in live
         )
         if single_spelling:
@@ -882,7 +816,7 @@ class Lowerer:
             "as anyOf does",
         )
 
-    def _shape(self, s: Any, where: str, visits: list[int]) -> _Shape:
+    def _shape(self, s: Any, where: str, visits: list[int]) -> Shape:
         """What every value of ``s`` has: the JSON types it may take
         (``"integer"`` beside ``"number"``; its ``type`` or listed values'),
         and as an object the fewest and most members it may have (its
@@ -895,15 +829,15 @@ class Lowerer:
         visits[0] -= 1
         s = self._resolved(s, where) if visits[0] >= 0 else None
         if s is False:
-            return _Shape(frozenset(), 0, 0)
+            return Shape(frozenset(), 0, 0)
         if not isinstance(s, dict):
-            return _ANY_SHAPE
-        types = _value_types(s)
+            return ANY_SHAPE
+        types = value_types(s)
         required = s.get("required", [])
         least = len(set(required)) if isinstance(required, list) else 0
-        least = max(least, _count(s, "minProperties", 0) or 0)
-        own = _Shape(_EVERY_TYPE if types is None else frozenset(types), least,
-                     _count(s, "maxProperties"), _closed_names(s))  # fmt: skip
+        least = max(least, count_keyword(s, "minProperties", 0) or 0)
+        own = Shape(EVERY_TYPE if types is None else frozenset(types), least,
+                    count_keyword(s, "maxProperties"), closed_names(s))  # fmt: skip
         branches = _union_branches(s)
         if not branches:
             return own
@@ -911,7 +845,7 @@ class Lowerer:
         objects = [b for b in shapes if "object" in b.types]  # (the counts' branches)
         mosts = [b.most for b in objects]
         names = [b.names for b in objects]
-        union = _Shape(
+        union = Shape(
             frozenset().union(*(b.types for b in shapes)),
             min((b.least for b in objects), default=0),
             None if not objects or None in mosts else max(mosts),
@@ -924,7 +858,7 @@ class Lowerer:
         ``const``, also in ``allOf``): the values valid under exactly one
         branch (each branch's list judged by the validator on that branch),
         or ``None`` when some branch lists none or cannot be judged."""
-        lists = [_listed_values(s) for s in schemas]
+        lists = [listed_values(s) for s in schemas]
         if any(values is None for values in lists) or any(_has_marker(s) for s in schemas):
             return None
         try:
@@ -938,9 +872,9 @@ class Lowerer:
         for i, values in enumerate(valid):
             for v in values:
                 elsewhere = any(
-                    _json_equal(v, w) for j in range(len(valid)) if j != i for w in valid[j]
+                    json_equal(v, w) for j in range(len(valid)) if j != i for w in valid[j]
                 )
-                if not elsewhere and not any(_json_equal(v, w) for w in once):
+                if not elsewhere and not any(json_equal(v, w) for w in once):
                     once.append(v)
         return either(*(self.literal(v) for v in once)) if once else NOTHING
 
@@ -952,7 +886,7 @@ class Lowerer:
 
     def _resolved(self, s: Any, where: str, expand: bool = True) -> Any:
         """``s`` with its top-level ``$ref`` (``expand``) and its ``allOf``
-        merged in (a branch as ``_failures`` reads it), or ``None`` where
+        merged in (a branch as ``failures`` reads it), or ``None`` where
         they have no merge."""
         try:
             s = self._expand(s, where) if expand else s
@@ -965,7 +899,7 @@ class Lowerer:
         where some type's branches may overlap. A value of type T matches
         exactly one branch iff: of the branches that take every T (no keyword
         of theirs applies to T), it matches the only one and no other branch
-        takes T (or, with others, fails them all: ``_exclusive_failing``); or
+        takes T (or, with others, fails them all: ``exclusive_failing``); or
         none takes every T and it matches one of the T-restricted branches,
         made exclusive (pairwise disjoint already, by members, or by the ways
         each fails the others). Two branches that take every T leave no T at
@@ -974,8 +908,8 @@ class Lowerer:
         schemas = [self._merged_all_of(s, where) for s in schemas]
         resolve = functools.partial(self._resolved, where=where)
         parts = []
-        for tau in _TYPES:
-            roles = [_role_on_type(s, tau) for s in schemas]
+        for tau in TYPES:
+            roles = [role_on_type(s, tau) for s in schemas]
             takers = [s for s, role in zip(schemas, roles, strict=True) if role != "empty"]
             universal = roles.count("universal")
             if universal >= 2 or not takers:
@@ -994,25 +928,25 @@ class Lowerer:
                         for b in only
                         for part in [b, *(resolve(u) for u in _union_branches(b))]
                         if isinstance(part, dict)
-                        for n in _members_declared(part)
+                        for n in members_declared(part)
                     ]
                     every["properties"] = dict.fromkeys(named, True)
-                exclusive = _exclusive_failing([every, *only], tau, resolve)
+                exclusive = exclusive_failing([every, *only], tau, resolve)
             elif all(
-                _disjoint_by_schema(a, b, self._judged) for a, b in itertools.combinations(only, 2)
+                disjoint_by_schema(a, b, self._judged) for a, b in itertools.combinations(only, 2)
             ):
                 parts += [self.lower(s, where) for s in only]
                 continue
             elif tau == "object":
-                exclusive = _exclusive_required(only)
+                exclusive = exclusive_required(only)
                 if exclusive is not None:
                     parts += [self.lower(s, where) for s in exclusive]
                     continue
-                exclusive = _exclusive_objects(only, bool(self.options.additional_properties))
+                exclusive = exclusive_objects(only, bool(self.options.additional_properties))
                 if exclusive is None:
                     exclusive = self._exclusive_by_tag(only, where)
             else:
-                exclusive = _exclusive_failing(only, tau, resolve)
+                exclusive = exclusive_failing(only, tau, resolve)
             if exclusive is None:
                 return None
             try:
@@ -1029,32 +963,32 @@ class Lowerer:
         with one of the listed values (grouped by the branches that take
         them), present with none of them, absent. In each, the branches that
         take the case's tag values keep it pinned (in place, so members keep
-        their order) and are made exclusive as ``_exclusive_objects`` (or
+        their order) and are made exclusive as ``exclusive_objects`` (or
         split again by another tag); the others take no value of the case.
         A value matches exactly one branch iff it matches exactly one in its
         case. ``None`` when no member is such a tag, or a case cannot be
         made exclusive: where the ways each branch fails the others multiply
-        past ``_MAX_ABSENT_CHOICES``, a tag that decides most pairs cuts them."""
+        past ``exclusive._MAX_ABSENT_CHOICES``, a tag that decides most pairs cuts them."""
         default_open = bool(self.options.additional_properties)
-        shapes = _object_shapes(branches, default_open)
+        shapes = object_shapes(branches, default_open)
         if depth >= _MAX_TAG_SPLITS or shapes is None:
             return None
-        named = _in_one_order(branches, shapes)  # (so the tag has its place in each)
-        for tag in dict.fromkeys(n for b in branches for n in _members_declared(b)):
+        named = in_one_order(branches, shapes)  # (so the tag has its place in each)
+        for tag in dict.fromkeys(n for b in branches for n in members_declared(b)):
             takes = [self._tag_values(b, tag, where) for b in named]
             if any(t is _NOT_A_TAG for t in takes) or sum(isinstance(t, list) for t in takes) < 2:
                 continue
             if all(t == takes[0] for t in takes):
                 continue  # (the same for every branch: no case would tell them apart)
-            cases = _tag_cases(named, tag, takes)
+            cases = tag_cases(named, tag, takes)
             out = []
             for case in cases:
                 if len(case) <= 1:
                     out += case
                     continue
-                exclusive = _exclusive_required(case)
+                exclusive = exclusive_required(case)
                 if exclusive is None:
-                    exclusive = _exclusive_objects(case, default_open)
+                    exclusive = exclusive_objects(case, default_open)
                 if exclusive is None:
                     exclusive = self._exclusive_by_tag(case, where, depth + 1)
                 if exclusive is None:
@@ -1070,10 +1004,10 @@ class Lowerer:
         declared as such, or ``b`` open), ``False`` (none: closed without
         it, or declared ``false``), or ``_NOT_A_TAG``."""
         sub = b.get("properties", {}).get(tag, b.get("additionalProperties", True))
-        if _takes_all(sub) or sub is False:
+        if takes_all(sub) or sub is False:
             return bool(sub)
         sub = self._resolved(sub, where)
-        values = _listed_values(sub) if isinstance(sub, dict) else None
+        values = listed_values(sub) if isinstance(sub, dict) else None
         accepted = None if values is None else self._accepted(sub, values)
         return _NOT_A_TAG if accepted is None else accepted
 
@@ -1125,7 +1059,7 @@ class Lowerer:
         for each, ``if`` and ``then``, or ``not if`` and ``else`` (the two
         disjoint, so the union is exact), one case per combination (up to
         ``_MAX_CONDITIONS`` conditionals); refused where an ``if`` has no
-        negation here (see ``_failures``)."""
+        negation here (see ``failures``)."""
         if len(pending) > _MAX_CONDITIONS:
             raise _unsupported(
                 "allOf with several if keywords",
@@ -1179,7 +1113,7 @@ class Lowerer:
         except _NotListed:
             return None
         for i, j in itertools.combinations(range(len(lists)), 2):
-            if any(_json_equal(v, w) for v in lists[i] for w in lists[j]):
+            if any(json_equal(v, w) for v in lists[i] for w in lists[j]):
                 return None
         thens = [t for _, t, _ in pending]
         elses = [e for _, _, e in pending]
@@ -1207,9 +1141,9 @@ class Lowerer:
         """The values ``s`` lists (``const``/``enum``) that its other keywords
         accept, decided by the validator; ``_NotListed`` when it cannot judge
         (an unresolvable reference, an unusable keyword)."""
-        values = _enum_values(s, where)
+        values = enum_values(s, where)
         rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
-        if _validating(rest):
+        if can_reject(rest):
             try:
                 validator = self._validator_for(_standard(rest))
                 values = [v for v in values if validator.is_valid(v)]
@@ -1227,16 +1161,16 @@ class Lowerer:
             return False
         if neg is False:
             return s
-        keys = set(k for k in neg if _validating({k: neg[k]}))
+        keys = set(k for k in neg if can_reject({k: neg[k]}))
         if keys == {"not"}:  # not not X: X, applied as an allOf member is
             s["__allOf__"] = [*s.get("__allOf__", []), neg["not"]]
             return s
         if keys == {"type"}:
-            banned = _types_of(neg)
+            banned = types_of(neg)
             if "number" in banned:
                 banned |= {"integer"}
             keep = [t for t in ("null", "boolean", "object", "array", "string", "number", "integer")
-                    if t in _types_of(s) and t not in banned]  # fmt: skip
+                    if t in types_of(s) and t not in banned]  # fmt: skip
             if "integer" in banned and "number" in keep:
                 s["__fractional__"] = True  # (the numbers left: not integers)
             s["type"] = keep or "__none__"
@@ -1246,43 +1180,43 @@ class Lowerer:
             # its negation is the objects that lack one of the names
             have = s.get("required", [])
             absent = [n for n in dict.fromkeys(neg["required"]) if n not in have]
-            if "object" not in _types_of(s) or not absent:
+            if "object" not in types_of(s) or not absent:
                 return False
             s["type"] = "object"
             if len(absent) == 1:
                 s["properties"] = {**s.get("properties", {}), absent[0]: False}
             else:  # (one of them absent, as disjoint ways: an unambiguous grammar)
-                ways = _apart([{"properties": {n: False}} for n in absent])
+                ways = apart([{"properties": {n: False}} for n in absent])
                 s["__allOf__"] = [*s.get("__allOf__", []), {"anyOf": ways}]
             return s
-        string_only = "type" not in keys or _types_of(neg) == {"string"}
+        string_only = "type" not in keys or types_of(neg) == {"string"}
         if keys and keys <= _STRING_KEYWORDS | {"type"} and string_only:
             # neg constrains strings only; without a type every non-string satisfies it
             if "type" not in keys:
-                s["type"] = ["string"] if "string" in _types_of(s) else "__none__"
+                s["type"] = ["string"] if "string" in types_of(s) else "__none__"
             negated = {k: neg[k] for k in keys - {"type"}}
             s["__not_string__"] = [*s.get("__not_string__", []), negated]
             return s
-        if keys <= {"enum", "const"} and not _enum_values(neg, None):
+        if keys <= {"enum", "const"} and not enum_values(neg, None):
             return s
         if keys <= {"enum", "const"} and "enum" not in s and "const" not in s:
-            values = _enum_values(neg, None)
-            types = _types_of(s)
+            values = enum_values(neg, None)
+            types = types_of(s)
             if types <= {"boolean", "null"}:  # finitely many values: list those left
                 every = ([True, False] if "boolean" in types else []) + (
                     [None] if "null" in types else []
                 )
-                s["enum"] = [u for u in every if not any(_json_equal(u, v) for v in values)]
+                s["enum"] = [u for u in every if not any(json_equal(u, v) for v in values)]
                 return s
             # strings only: every other value is outside the list, and a
             # string is outside it iff its canonical spelling is
             strings_only = all(isinstance(v, str) for v in values)
-            if strings_only and not set(s) - {"type", "not"} - _annotations(s):
-                if "string" in _types_of(s):
+            if strings_only and not set(s) - {"type", "not"} - annotation_keywords(s):
+                if "string" in types_of(s):
                     s["__not_strings__"] = values
                 return s
         resolve = functools.partial(self._resolved, where=here)
-        ways = _failures(neg, resolve) if isinstance(neg, dict) else None
+        ways = failures(neg, resolve) if isinstance(neg, dict) else None
         if ways is None:
             raise _unsupported("not", here, "negation of this schema is not expressible")
         if not ways:
@@ -1294,7 +1228,7 @@ class Lowerer:
         own = [n for n in s.get("required", []) if n not in props]
         parts = [neg, *(resolve(b) for b in _union_branches(neg))]
         named = dict.fromkeys(
-            [*own, *(n for p in parts if isinstance(p, dict) for n in _members_declared(p))], True
+            [*own, *(n for p in parts if isinstance(p, dict) for n in members_declared(p))], True
         )
         for way in ways:
             if way.get("type") == "object":
@@ -1320,7 +1254,7 @@ class Lowerer:
         malformed entry and a keyword the draft does not define."""
         draft = self.draft
         choices = []
-        for key in _DEPENDENCIES:
+        for key in DEPENDENCIES:
             entries = s.get(key)
             if not isinstance(entries, dict) or _trivial(key, entries):
                 continue
@@ -1456,10 +1390,10 @@ class Lowerer:
 
     def _number(self, s: dict, where: str) -> Expr:
         if s.get("__fractional__"):
-            declared = _declared_types(s)
+            declared = declared_types(s)
             if "integer" in declared and "number" not in declared:
                 return NOTHING
-            if set(s) & _KEYWORDS_OF_TYPE["number"]:
+            if set(s) & KEYWORDS_OF_TYPE["number"]:
                 raise _unsupported("not integer", where, "with bounds or multipleOf")
             return Rx(numbers.fractional_regex())
         lo, hi, lo_ex, hi_ex = s.get("minimum"), s.get("maximum"), False, False
@@ -1477,7 +1411,7 @@ class Lowerer:
                 lo, lo_ex = value, True
             if not strict and (hi is None or Decimal(repr(value)) <= Decimal(repr(hi))):
                 hi, hi_ex = value, True
-        declared = _declared_types(s)
+        declared = declared_types(s)
         integer = "integer" in declared and "number" not in declared
         text = numbers.number_regex(
             lo,
@@ -1493,7 +1427,7 @@ class Lowerer:
         if "__not_string__" in s:
             rest = {k: v for k, v in s.items() if k != "__not_string__"}
             return self._string_minus(rest, s["__not_string__"], where)
-        lo, hi = _count(s, "minLength", 0), _count(s, "maxLength")
+        lo, hi = count_keyword(s, "minLength", 0), count_keyword(s, "maxLength")
         fmt = s.get("format") if self.options.format_assertion else None
         if fmt in formats.UNSUPPORTED_FORMATS:
             raise _unsupported(f"format {fmt!r}", where, formats.UNSUPPORTED_FORMATS[fmt])
@@ -1582,7 +1516,7 @@ class Lowerer:
             prefix, items = items, s.get("additionalItems", True)
         if "unevaluatedItems" in s and "items" not in s and "additionalItems" not in s:
             items = s["unevaluatedItems"]  # (with items present, it is moot)
-        lo, hi = _count(s, "minItems", 0), _count(s, "maxItems")
+        lo, hi = count_keyword(s, "minItems", 0), count_keyword(s, "maxItems")
         if s.get("uniqueItems") and (hi is None or hi > 1):
             raise _unsupported("uniqueItems", where, "distinct elements are not expressible")
         if "contains" in s:
@@ -1617,7 +1551,7 @@ class Lowerer:
         ``not`` must be expressible). Refused beside positional items, an
         ``unevaluatedItems``, or item counts the hits do not imply."""
         here = join_pointer(where, "contains")
-        m, most = _count(s, "minContains", 1), _count(s, "maxContains")
+        m, most = count_keyword(s, "minContains", 1), count_keyword(s, "maxContains")
         if prefix or "unevaluatedItems" in s:
             raise _unsupported("contains", where, "beside positional items or unevaluatedItems")
         if m > _MAX_CONTAINS or (most or 0) > _MAX_CONTAINS:
@@ -1729,7 +1663,7 @@ class Lowerer:
             member = cat(_quoted_name(name, quoted), ws, Rx(":"), ws, value, ws)
             entries.append((member, name in required))
         extras = self._extra_members(names, patterns, additional, where, allowed)
-        lo, hi = _count(s, "minProperties", 0), _count(s, "maxProperties")
+        lo, hi = count_keyword(s, "minProperties", 0), count_keyword(s, "maxProperties")
         if hi is not None and hi < lo:
             return NOTHING
         sep = cat(Rx(","), ws)
@@ -1943,10 +1877,6 @@ def _any_value_rules(ws: Rx) -> tuple[tuple[str, Expr], ...]:
 core_cache("json any-value rules", _any_value_rules)
 
 
-def _annotations(s: dict) -> set[str]:
-    return {k for k in s if not _validating({k: s[k]})}
-
-
 def _has_marker(x: Any) -> bool:
     """Whether ``x`` holds a key of the lowering's own (``__...``) anywhere."""
     if isinstance(x, dict):
@@ -1962,11 +1892,6 @@ def _matched(s: dict) -> list[str]:
     """The patterns a string of ``s`` must match: its ``pattern`` and those
     an ``allOf`` merged in beside it (``__patterns__``)."""
     return ([s["pattern"]] if "pattern" in s else []) + list(s.get("__patterns__", ()))
-
-
-def _validating(s: dict) -> bool:
-    """Whether any keyword of ``s`` can reject a value."""
-    return any(k in _HANDLED or k in _REFUSED or k.startswith("__") for k in s)
 
 
 def _name_automaton(pattern: str, where: str, max_states: int) -> tuple[ByteDFA, str | None]:
@@ -2090,12 +2015,6 @@ def _quoted_rx(piece: tuple[str, Node]) -> Rx:
     return NOTHING if text == NOTHING.text else Rx(text, node=node, joinable=True)
 
 
-def _count(s: dict, key: str, default: int | None = None) -> int | None:
-    """A count keyword as an int (``2.0`` is a valid count)."""
-    value = s.get(key, default)
-    return None if value is None else int(value)
-
-
 def _positional(s: dict, tuples: bool) -> tuple[list[Any], Any]:
     """``(prefix schemas, schema of the rest)`` of an array schema; ``tuples``:
     a draft whose positional items are a list in ``items`` (no ``prefixItems``)."""
@@ -2133,18 +2052,6 @@ def _trivial(key: str, value: Any) -> bool:
     if key in ("dependentRequired", "dependencies", "dependentSchemas"):
         return value == {}
     return key == "minContains" and value == 0
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
 
 
 def _standard(x: Any) -> Any:
@@ -2188,31 +2095,6 @@ def _standard(x: Any) -> Any:
     return out
 
 
-def _same_schema(a: Any, b: Any) -> bool:
-    """Whether two schemas are the same up to annotations (``description``,
-    ``title``...), so that they accept the same values: the same validating
-    keywords, subschemas compared this way, other values as JSON. ``False``
-    may still be two schemas of one language; ``True`` never is two."""
-    if not isinstance(a, dict) or not isinstance(b, dict):
-        return _json_equal(a, b)
-    keys = set(a) - _annotations(a)
-    if keys != set(b) - _annotations(b):
-        return False
-    for key in keys:
-        x, y, kind = a[key], b[key], SCHEMA_KEYWORDS.get(key)
-        if kind == "map" and isinstance(x, dict) and isinstance(y, dict):
-            same = x.keys() == y.keys() and all(_same_schema(x[k], y[k]) for k in x)
-        elif kind is not None and isinstance(x, list) and isinstance(y, list):
-            same = len(x) == len(y) and all(map(_same_schema, x, y))
-        elif kind in ("schema", "schema_or_list"):
-            same = _same_schema(x, y)
-        else:
-            same = _json_equal(x, y)
-        if not same:
-            return False
-    return True
-
-
 def _without_list(s: dict, listing: dict) -> dict:
     """``s`` with the ``enum``/``const`` of ``listing`` (``s`` itself or a
     branch of its ``allOf``) left out."""
@@ -2225,222 +2107,8 @@ def _without_list(s: dict, listing: dict) -> dict:
     return {**s, "allOf": [bare(b) if b is listing else b for b in s["allOf"]]}
 
 
-def _enum_values(s: dict, where: str | None) -> list[Any]:
-    values = list(s.get("enum", [])) if "enum" in s else None
-    if "const" in s:
-        c = s["const"]
-        values = [c] if values is None else [v for v in values if _json_equal(v, c)]
-    out: dict[Any, Any] = {}  # by a key equal iff the values are JSON-equal: linear
-    for v in values or []:
-        if isinstance(v, dict) and "__never__" in v:
-            continue
-        out.setdefault(_json_key(v), v)
-    return list(out.values())
-
-
-def _json_key(v: Any) -> Any:
-    """A hashable key with ``_json_key(a) == _json_key(b)`` iff ``_json_equal(a, b)``
-    (``1`` and ``1.0`` are one number; ``True`` is not ``1``)."""
-    if isinstance(v, bool):
-        return ("bool", v)
-    if isinstance(v, int | float):
-        return ("number", v)
-    if isinstance(v, list):
-        return ("array", tuple(_json_key(x) for x in v))
-    if isinstance(v, dict):
-        return ("object", frozenset((k, _json_key(x)) for k, x in v.items()))
-    return (type(v).__name__, v)
-
-
-def _declared_types(s: dict) -> set[str]:
-    t = s.get("type")
-    if t is None:
-        return set()
-    return {t} if isinstance(t, str) else set(t)
-
-
-def _disjoint_by_schema(a: Any, b: Any, judged: Callable[[Any, list], list] | None = None) -> bool:
-    """Whether no value can satisfy both (cheap sufficient checks only).
-    ``judged(schema, values)``: the values the schema accepts (a required
-    member's listed values are then those its other keywords let through:
-    ``{"enum": [...], "pattern": "final"}``)."""
-    if not isinstance(a, dict) or not isinstance(b, dict):
-        return a is False or b is False
-    ta, tb = _value_types(a), _value_types(b)
-    if ta is not None and tb is not None and not (ta & tb):
-        return True
-    if ta == {"object"} or tb == {"object"}:
-        if any(_forbids(y, n) for x, y in ((a, b), (b, a)) for n in x.get("required", [])):
-            return True
-        pa, pb = a.get("properties", {}), b.get("properties", {})
-        for name in set(pa) & set(pb):
-            if name in a.get("required", []) and name in b.get("required", []):
-                ea, eb = _listed_values(pa[name]), _listed_values(pb[name])
-                known = ea is not None and eb is not None
-                if known and judged is not None:
-                    ea, eb = judged(pa[name], ea), judged(pb[name], eb)
-                if known and not any(_json_equal(x, y) for x in ea for y in eb):
-                    return True
-    if ("enum" in a or "const" in a) and ("enum" in b or "const" in b):
-        ea, eb = _enum_values(a, None), _enum_values(b, None)
-        return not any(_json_equal(x, y) for x in ea for y in eb)
-    return False
-
-
-def _closed_names(s: dict) -> frozenset[str] | None:
-    """The only member names objects of ``s`` may have, where ``s`` is
-    closed (``additionalProperties: false``, no patterns): its declared
-    ``properties``; ``None`` (any name) otherwise."""
-    properties = s.get("properties", {})
-    closed = s.get("additionalProperties", True) is False and not s.get("patternProperties")
-    return frozenset(properties) if closed and isinstance(properties, dict) else None
-
-
-def _forbids(s: dict, name: Any) -> bool:
-    """Whether no object of ``s`` has a member ``name`` (cheap sufficient
-    checks: ``properties: {name: false}``, or a closed ``s`` that does not
-    declare it)."""
-    properties = s.get("properties", {})
-    if not isinstance(properties, dict) or not isinstance(name, str):
-        return False
-    if name in properties:
-        return properties[name] is False
-    return _closed_names(s) is not None
-
-
-#: Keywords that apply to one JSON type only ("number" with the integers).
-_KEYWORDS_OF_TYPE = {
-    "object": frozenset({
-        "properties", "required", "additionalProperties", "patternProperties",
-        "minProperties", "maxProperties", "dependencies", "dependentRequired",
-        "dependentSchemas", "propertyNames", "unevaluatedProperties",
-    }),
-    "array": frozenset({
-        "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
-        "contains", "minContains", "maxContains", "unevaluatedItems",
-    }),
-    "string": frozenset({
-        "pattern", "__patterns__", "minLength", "maxLength", "format", "__not_string__",
-    }),
-    "number": frozenset({
-        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
-    }),
-}  # fmt: skip
-
-
-def _role_on_type(s: Any, tau: str) -> str:
-    """How schema ``s`` treats the values of JSON type ``tau`` (``"number"``
-    with the integers): ``"empty"`` (takes none), ``"universal"`` (takes
-    every one: no keyword of ``s`` applies to ``tau``) or ``"constrained"``
-    (some, or not known)."""
-    if s is False or s is True:
-        return "empty" if s is False else "universal"
-    names = _types_of(s)
-    if tau not in names and not (tau == "number" and "integer" in names):
-        return "empty"
-    role = "constrained" if tau == "number" and "number" not in names else "universal"
-    if "enum" in s or "const" in s:
-        if not any(_value_type(v) == tau for v in _enum_values(s, None)):
-            return "empty"
-        role = "constrained"
-    for key, value in s.items():
-        if key in ("type", "enum", "const") or not _validating({key: value}):
-            continue
-        if key in ("allOf", "__allOf__", "anyOf") and isinstance(value, list) and value:
-            roles = [_role_on_type(b, tau) for b in value]
-            if key == "anyOf":  # (the union's: every branch empty, or one universal)
-                if "universal" in roles:
-                    continue
-                if all(r == "empty" for r in roles):
-                    return "empty"
-            else:  # (the conjunction's: a conjunct empty, or all universal)
-                if "empty" in roles:
-                    return "empty"
-                if all(r == "universal" for r in roles):
-                    continue
-            role = "constrained"
-            continue
-        owner = next((t for t, keys in _KEYWORDS_OF_TYPE.items() if key in keys), None)
-        if owner is None or owner == tau:
-            role = "constrained"
-    return role
-
-
-def _exclusive_required(branches: list[dict]) -> list[dict] | None:
-    """Object branches that differ only in ``required`` (and annotations),
-    each made to match where no other does: branch i holds its names, so it
-    fails branch j iff a name j requires beyond i's is absent — for one such
-    name ``properties: {name: false}``, for several ``not: {required:
-    names}`` (the objects lacking one of them; a branch whose values all
-    match another is dropped). ``None`` when the branches differ otherwise,
-    or the choices of absent names would multiply past ``_MAX_ABSENT_CHOICES``."""
-
-    def rest(b: dict) -> dict:
-        return {k: v for k, v in b.items() if k != "required" and k not in _annotations(b)}
-
-    if any(rest(b) != rest(branches[0]) for b in branches[1:]):
-        return None
-    out = []
-    for i, mine in enumerate(branches):
-        have = set(mine.get("required", []))
-        beyond = [
-            [n for n in dict.fromkeys(other.get("required", [])) if n not in have]
-            for j, other in enumerate(branches)
-            if j != i
-        ]
-        if any(not names for names in beyond):
-            continue  # every value of branch i matches that other branch too
-        if math.prod(len(names) for names in beyond) > _MAX_ABSENT_CHOICES:
-            return None
-        properties = dict(mine.get("properties", {}))
-        properties.update(dict.fromkeys((n[0] for n in beyond if len(n) == 1), False))
-        lacking = [{"not": {"required": names}} for names in beyond if len(names) > 1]
-        branch = {**mine, "properties": properties}
-        out.append({"allOf": [branch, *lacking]} if lacking else branch)
-    return out
-
-
 #: ``_tag_values`` of a member that does not tell branches apart by listed values.
 _NOT_A_TAG = object()
-
-
-def _tag_cases(branches: list[dict], tag: str, takes: list) -> list[list[dict]]:
-    """The cases of member ``tag`` (see ``Lowerer._exclusive_by_tag``), each
-    the branches that take its values with the tag pinned to them: one case
-    per group of listed values that the same branches take, the tag with
-    none of the listed values, the tag absent."""
-    listed: list = []
-    for v in (v for t in takes if isinstance(t, list) for v in t):
-        if not any(_json_equal(v, w) for w in listed):
-            listed.append(v)
-    groups: dict[tuple[int, ...], list] = {}
-    for v in listed:
-        key = tuple(
-            i for i, t in enumerate(takes) if t is True or (t and any(_json_equal(v, w) for w in t))
-        )
-        groups.setdefault(key, []).append(v)
-
-    def pinned(i: int, sub: Any, present: bool) -> dict:
-        b = branches[i]
-        required = [*b.get("required", []), *([tag] if present else [])]
-        return {
-            **b,
-            "properties": {**b.get("properties", {}), tag: sub},
-            "required": list(dict.fromkeys(required)),
-        }
-
-    cases = [[pinned(i, {"enum": values}, True) for i in key] for key, values in groups.items()]
-    cases.append(
-        [pinned(i, {"not": {"enum": listed}}, True) for i, t in enumerate(takes) if t is True]
-    )
-    cases.append(
-        [
-            pinned(i, False, False)
-            for i, b in enumerate(branches)
-            if tag not in b.get("required", [])
-        ]
-    )
-    return cases
 
 
 def _printed(dfa: ByteDFA, node: Callable[[], Node]) -> Rx:
@@ -2459,397 +2127,6 @@ def _printed(dfa: ByteDFA, node: Callable[[], Node]) -> Rx:
 _ANY_STRING = Repeat(CharSet.any(), 0, None)
 
 
-def _typed(ways: list | None) -> bool:
-    """Whether ``ways`` (``_failures``'s) are there and each names one JSON
-    type, so that splitting them by type keeps them all."""
-    return ways is not None and all(
-        isinstance(w, dict) and isinstance(w.get("type"), str) for w in ways
-    )
-
-
-def _exclusive_failing(
-    branches: list[dict], tau: str, resolve: Resolver | None = None
-) -> list[dict] | None:
-    """Branches restricted to JSON type ``tau`` (not objects: see
-    ``_exclusive_objects``), each made to match where no other does: branch
-    i and, for every other branch, ``anyOf`` the ways a value of ``tau``
-    fails it (``_failures``). A branch no value of which fails another is
-    dropped; ``None`` when a branch has no such ways or past
-    ``_MAX_ABSENT_CHOICES`` combinations per branch."""
-    failing = []
-    for b in branches:
-        ways = _failures(b, resolve)
-        if not _typed(ways):
-            return None  # (a way of no one type: not split here)
-        failing.append([w for w in ways if w.get("type") == tau])
-    kept = _failing_the_others(len(branches), lambda i, j: failing[j])
-    if kept is None:
-        return None
-    return [{"allOf": [branches[i], *failing]} if failing else branches[i] for i, failing in kept]
-
-
-def _failing_the_others(
-    count: int, ways: Callable[[int, int], list | None]
-) -> list[tuple[int, list[dict]]] | None:
-    """For each of ``count`` branches i that some value of it fails every
-    other branch j, ``(i, [anyOf of ways(i, j) for each j])`` — the schemas a
-    value of branch i must also match to match no other. ``ways(i, j)``:
-    the schemas whose union is "a value of i fails j", ``[True]`` when every
-    value of i does, ``[]`` when none does (branch i is then dropped),
-    ``None`` when not expressible (then ``None``, as past
-    ``_MAX_ABSENT_CHOICES`` combinations for a branch)."""
-    out = []
-    for i in range(count):
-        choices = []
-        for j in range(count):
-            if j != i:
-                found = ways(i, j)
-                if found is None:
-                    return None
-                choices.append(found)
-        if any(not found for found in choices):
-            continue  # every value of branch i matches that other branch too
-        if math.prod(len(found) for found in choices) > _MAX_ABSENT_CHOICES:
-            return None
-        out.append((i, [{"anyOf": found} for found in choices if found != [True]]))
-    return out
-
-
-def _failures(neg: dict, resolve: Resolver | None = None, depth: int = 0) -> list | None:
-    """Schemas whose union is exactly the values that fail ``neg``, one JSON
-    type at a time: every value of a type ``neg`` does not take; strings
-    failing its string keywords; numbers outside its bounds or between its
-    listed numbers (ranges: plain decimal spellings); arrays too short, too
-    long or containing an element that fails ``items``; objects lacking a
-    required member, too small or large, or with a member whose value
-    fails its subschema (``not`` again: it must be expressible in turn);
-    values of a listed type that are not listed; for integers, the numbers
-    that are not (``__fractional__``); with ``resolve``, the values failing
-    an ``anyOf`` (or a ``oneOf`` of disjoint branches) beside them: those
-    failing the other keywords, and, of each type, those passing them that
-    fail every branch (``_failures_of_union``). Each way names its type.
-    ``None`` for keywords with no such form here (``multipleOf``, ``not``
-    beside others, a closed object's names, positional items, ...)."""
-    keys = {k for k in neg if _validating({k: neg[k]})}
-    if keys == {"not"}:
-        return [neg["not"]]
-    if keys & {"anyOf", "oneOf"}:
-        if resolve is None or depth >= _MAX_NEGATED_UNIONS or keys >= {"anyOf", "oneOf"}:
-            return None
-        return _failures_of_union(neg, resolve, depth)
-    names = _types_of(neg)
-    integral = "integer" in names and "number" not in names
-    listed = _enum_values(neg, None) if keys & {"enum", "const"} else None
-    kinds = {"string": _STRING_FAILS, "number": _NUMBER_FAILS, "array": _ARRAY_FAILS}
-    kinds["object"] = _OBJECT_FAILS
-    known = {"type", "enum", "const"}.union(*kinds.values())
-    if keys - known:
-        return None
-    ways: list = []
-    for tau in _TYPES:
-        if tau not in names and not (tau == "number" and integral):
-            ways.append({"type": tau})
-            continue
-        if tau == "number" and integral:
-            ways.append({"type": "number", "__fractional__": True})
-        if listed is not None:
-            mine = [v for v in listed if _value_type(v) == tau]
-            if not mine:
-                ways.append({"type": tau})
-                continue
-            outside = _unlisted(tau, mine)
-            if outside is None:
-                return None
-            ways += outside
-        own = {k: neg[k] for k in keys if k in kinds.get(tau, ())}
-        if own:
-            failing = _type_failures(tau, own)
-            if failing is None:
-                return None
-            ways += failing
-    return ways
-
-
-#: ``resolve`` for ``_failures``: a branch with its ``$ref`` and ``allOf``
-#: merged in (``None`` where that has no merge).
-Resolver = Callable[[Any], Any]
-#: ``anyOf``/``oneOf`` nested in a negation, at most (each multiplies the ways).
-_MAX_NEGATED_UNIONS = 3
-
-
-def _failures_of_union(neg: dict, resolve: Resolver, depth: int) -> list | None:
-    """The ways a value fails ``neg`` that has an ``anyOf`` (or a ``oneOf``
-    whose branches are disjoint, ``_disjoint_by_schema``: then it fails
-    exactly when it fails every branch) beside its other keywords (the
-    *base*): the ways it fails the base, and, for each JSON type, one way
-    holding the values of that type that pass the base and fail every
-    branch (``allOf`` of each branch's ways of that type; none where some
-    branch takes every value of the type). The two kinds are disjoint, as
-    the lowering's unions should be. ``None`` where a branch or the base
-    has no ways, or a ``oneOf``'s branches may overlap."""
-    key = "anyOf" if "anyOf" in neg else "oneOf"
-    base = {k: v for k, v in neg.items() if k != key}
-    branches = []
-    for branch in neg[key]:
-        branch = resolve(branch)
-        if branch is None:
-            return None
-        if branch is not False:
-            branches.append(branch)
-    if key == "oneOf" and not all(
-        _disjoint_by_schema(a, b) for a, b in itertools.combinations(branches, 2)
-    ):
-        return None  # (a value matching two branches fails the oneOf too)
-    validating = _validating(base)
-    ways = _failures(base, resolve, depth + 1) if validating else []
-    if ways is None or any(b is True for b in branches):
-        return ways  # (a branch taking every value: only the base can fail)
-    failing = [_failures(b, resolve, depth + 1) for b in branches]
-    if not all(map(_typed, failing)):
-        return None  # (a way of no one type, a double negation's: not split by type)
-    for tau in _TYPES:
-        if _role_on_type(base, tau) == "empty":
-            continue  # (its values fail the base: among the ways above)
-        fails_all: list = [base] if validating else []
-        for found in failing:
-            mine = [w for w in found if w.get("type") == tau]
-            if not mine:
-                break  # (no value of this type fails that branch)
-            if not any(w == {"type": tau} for w in mine):  # (else all of them do)
-                fails_all.append({"anyOf": mine} if len(mine) > 1 else mine[0])
-        else:
-            ways.append({"type": tau, "allOf": fails_all} if fails_all else {"type": tau})
-    return ways
-
-
-_STRING_FAILS = frozenset({"pattern", "__patterns__", "minLength", "maxLength", "format"})
-_NUMBER_FAILS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
-_ARRAY_FAILS = frozenset({"items", "minItems", "maxItems"})
-_OBJECT_FAILS = frozenset(
-    {"properties", "required", "additionalProperties", "minProperties", "maxProperties"}
-)
-
-
-def _unlisted(tau: str, values: list) -> list | None:
-    """The values of type ``tau`` not among ``values`` (of that type)."""
-    if tau == "string":  # (the marker, not a `not`: beside other keywords that `not`
-        # would come back here, a schema met inside itself, lowered as no string)
-        return [{"type": "string", "__not_strings__": values}]
-    if tau in ("boolean", "null"):
-        return [{"type": tau, "not": {"enum": values}}]
-    if tau != "number":
-        return None
-    if any(not _plain_number(v) for v in values):
-        return None
-    points = sorted(values, key=lambda v: Decimal(repr(v)))
-    ways = [{"type": "number", "exclusiveMaximum": points[0]}]
-    ways += [
-        {"type": "number", "exclusiveMinimum": a, "exclusiveMaximum": b}
-        for a, b in itertools.pairwise(points)
-        if a != b
-    ]
-    ways.append({"type": "number", "exclusiveMinimum": points[-1]})
-    return ways
-
-
-def _takes_all(x: Any) -> bool:
-    """Whether schema ``x`` accepts every value (``true`` or annotations only)."""
-    return x is True or (isinstance(x, dict) and not _validating(x))
-
-
-def _plain_number(v: Any) -> bool:
-    """Whether a bound at ``v`` is exact: an integer a float holds exactly,
-    or a float whose shortest spelling has no exponent."""
-    if isinstance(v, int):
-        return abs(v) < 2**53
-    return isinstance(v, float) and math.isfinite(v) and "e" not in repr(v)
-
-
-def _type_failures(tau: str, own: dict) -> list | None:
-    """The values of type ``tau`` failing ``own`` (its keywords of that type)."""
-    if tau == "string":
-        return [{"type": "string", "__not_string__": [own]}]
-    if tau == "number":
-        if any(isinstance(v, bool) or not _plain_number(v) for v in own.values()):
-            return None
-        flip = {
-            "minimum": "exclusiveMaximum",
-            "exclusiveMinimum": "maximum",
-            "maximum": "exclusiveMinimum",
-            "exclusiveMaximum": "minimum",
-        }
-        return [{"type": "number", flip[k]: v} for k, v in own.items()]
-    ways: list = []
-    if tau == "array":
-        items = own.get("items", True)
-        if isinstance(items, list):
-            return None
-        if items is False:
-            ways.append({"type": "array", "minItems": 1})
-        elif not _takes_all(items):
-            ways.append({"type": "array", "contains": {"not": items}})
-        low, high = "minItems", "maxItems"
-    else:
-        if not _takes_all(own.get("additionalProperties", True)):
-            return None  # (a member outside the declared names)
-        properties = own.get("properties", {})
-        if not isinstance(properties, dict):
-            return None
-        for name in dict.fromkeys(own.get("required", [])):
-            ways.append({"type": "object", "properties": {name: False}})
-        for name, sub in properties.items():
-            if sub is False:
-                ways.append({"type": "object", "required": [name]})
-            elif not _takes_all(sub):
-                fails = {name: {"not": sub}}
-                ways.append({"type": "object", "required": [name], "properties": fails})
-        low, high = "minProperties", "maxProperties"
-    if _count(own, low, 0):
-        ways.append({"type": tau, high: _count(own, low) - 1})
-    if own.get(high) is not None:
-        ways.append({"type": tau, low: _count(own, high) + 1})
-    return _apart(ways) if tau == "object" else ways
-
-
-def _exclusive_objects(branches: list[dict], default_open: bool = True) -> list[dict] | None:
-    """Object branches of plain member keywords (``properties``, ``required``,
-    a boolean ``additionalProperties``), each made to match where no other
-    does: branch i, and for every other branch j ``anyOf`` the ways a value
-    of branch i fails j — a name j requires is absent, a member j declares
-    is present with a value j's subschema rejects (``not``), or (j closed,
-    i closed) a member only i declares is present; every value of i fails
-    a closed j when i requires a name j does not declare. The ways are the exact
-    negation of j, so the branches are exact; they overlap each other in
-    no value (each holds its own and fails the others). A branch every one
-    of whose values matches another is dropped. ``None`` when a branch has
-    other keywords, when j is closed and i open without such a name (the
-    names j excludes are any), or past ``_MAX_ABSENT_CHOICES`` combinations per branch; the
-    caller lowers the branches and refuses where a negation is not
-    expressible. ``default_open``: ``additionalProperties`` where a branch
-    has none (``JsonSchema(additional_properties=...)``)."""
-    shapes = _object_shapes(branches, default_open)
-    if shapes is None:
-        return None
-    kept = _failing_the_others(
-        len(shapes), lambda i, j: _apart(_ways_to_fail(*shapes[i], *shapes[j]))
-    )
-    if kept is None:
-        return None
-    named = _in_one_order(branches, shapes)
-    return [{"allOf": [named[i], *failing]} if failing else named[i] for i, failing in kept]
-
-
-def _object_shapes(branches: list[dict], default_open: bool) -> list[tuple] | None:
-    """Each object branch of plain member keywords (``properties``,
-    ``required``, a boolean ``additionalProperties``) as ``(properties,
-    required, open)``; ``None`` when a branch has other keywords."""
-    plain = {"type", "properties", "required", "additionalProperties"}
-    shapes = []
-    for b in branches:
-        rest = set(b) - plain - _annotations(b)
-        additional = b.get("additionalProperties", default_open)
-        if _takes_all(additional):
-            additional = True
-        properties = b.get("properties", {})
-        if rest or additional not in (True, False) or not isinstance(properties, dict):
-            return None
-        shapes.append((properties, list(dict.fromkeys(b.get("required", []))), additional))
-    return shapes
-
-
-def _in_one_order(branches: list[dict], shapes: list[tuple]) -> list[dict]:
-    """The branches, each open one declaring every name any branch names
-    (``True`` for those not its own: an allowed name, so no value changes)
-    after its own and those it requires: one order for the members, so every
-    branch spells a member another names at the same place (``instance_text``'s)."""
-    order = [n for b in branches for n in _members_declared(b)]
-    out = []
-    for branch, (mine, have, open_b) in zip(branches, shapes, strict=True):
-        if open_b:
-            named = {**mine, **{n: True for n in [*have, *order] if n not in mine}}
-            branch = {**branch, "properties": named}
-        out.append(branch)
-    return out
-
-
-def _apart(ways: list | None) -> list | None:
-    """Ways an object fails a schema (``_ways_to_fail``'s, the object ones
-    of ``_type_failures``) made disjoint, their union unchanged: each way
-    with the ones before it negated (``_negated_way``). Overlapping ways
-    would make the lowered grammar ambiguous (a document matching two of
-    them), which an LR parser cannot take."""
-    if not ways or ways == [True]:
-        return ways
-    out, negated = [], []
-    for way in ways:
-        if negated:  # (typed as the way is: callers split the ways by type)
-            typed = {"type": way["type"]} if "type" in way else {}
-            out.append({**typed, "allOf": [*negated, way]})
-        else:
-            out.append(way)
-        negated.append(_negated_way(way))
-    return out
-
-
-def _negated_way(way: dict) -> dict:
-    """The objects that do not fail ``way`` (one of the forms of
-    ``_ways_to_fail`` and ``_type_failures``: a member absent, present, or
-    present with a rejected value; too few or too many members)."""
-    typed = {"type": way["type"]} if "type" in way else {}
-    if "minProperties" in way:  # too many -> at most that many
-        return {**typed, "maxProperties": way["minProperties"] - 1}
-    if "maxProperties" in way:  # too few -> at least that many
-        return {**typed, "minProperties": way["maxProperties"] + 1}
-    (name,) = way.get("required") or way["properties"]
-    value = way.get("properties", {}).get(name)
-    if "required" not in way:  # absent -> present
-        return {**typed, "required": [name]}
-    if value is None:  # present -> absent
-        return {**typed, "properties": {name: False}}
-    return {**typed, "properties": {name: value["not"]}}  # present and failing -> absent or passing
-
-
-def _ways_to_fail(
-    mine: dict, have: list, open_i: bool, theirs: dict, needs: list, open_j: bool
-) -> list | None:
-    """The schemas whose union is "a value of branch i (``mine`` declared,
-    ``have`` required, ``open_i``: other names allowed) fails branch j";
-    ``[True]`` when every such value fails j, ``[]`` when none does, ``None``
-    when not expressible here (see ``_exclusive_objects``)."""
-    ways: list = []
-
-    def present(name: str) -> bool:  # whether branch i's values may have the member
-        return mine[name] is not False if name in mine else open_i
-
-    for name in needs:
-        if name in have:
-            continue
-        if not present(name):
-            return [True]
-        ways.append({"properties": {name: False}})
-    for name, sub in theirs.items():
-        if not present(name) or _takes_all(sub):
-            continue
-        if name in mine and _same_schema(mine[name], sub):
-            continue  # (the same subschema: no value of i's fails j's; its negation unneeded)
-        if sub is False:
-            if name in have:
-                return [True]
-            ways.append({"required": [name]})
-        else:
-            ways.append({"required": [name], "properties": {name: {"not": sub}}})
-    if not open_j:
-        if any(n not in theirs for n in have):
-            return [True]  # (a member i requires is one j excludes)
-        if open_i:
-            return None
-        outside = [n for n in mine if n not in theirs and mine[n] is not False]
-        if any(n in have for n in outside):
-            return [True]
-        ways += [{"required": [n]} for n in outside]
-    return ways
-
-
 #: ``patternProperties``: the most patterns, and the most times the names are
 #: split by one (in or out) before the regions are known.
 _MAX_PATTERNS = 32
@@ -2859,16 +2136,8 @@ _MAX_PATTERN_SPLITS = 512
 _MAX_CONDITIONS = 4
 #: The most elements matching ``contains`` a count (``minContains``/``maxContains``) may name.
 _MAX_CONTAINS = 64
-#: The most combinations of absent members ``_exclusive_required`` builds per branch.
-_MAX_ABSENT_CHOICES = 64
 #: The most tags ``_exclusive_by_tag`` splits object branches by, one within another.
 _MAX_TAG_SPLITS = 3
-
-
-def _members_declared(s: dict) -> list[str]:
-    """The names ``s`` declares or requires, in that order."""
-    properties, required = s.get("properties", {}), s.get("required", [])
-    return [*(properties if isinstance(properties, dict) else ()), *required]
 
 
 def _union_branches(s: dict) -> list:
@@ -2890,12 +2159,12 @@ def _members_named(dep: Any, depth: int = 0) -> list[str]:
     reference, a pattern, names' schemas) names ``"\0"``, which no schema lists."""
     if not isinstance(dep, dict):
         return []
-    naming = _APPLICATORS | set(_DEPENDENCIES) | {
+    naming = APPLICATORS | set(DEPENDENCIES) | {
         "patternProperties", "propertyNames", "unevaluatedProperties",
     }  # fmt: skip
     branches: list[Any] = []
     for k in dep:
-        if k not in naming or not _validating({k: dep[k]}):
+        if k not in naming or not can_reject({k: dep[k]}):
             continue
         kind = _NAMING_BRANCHES.get(k)
         if kind is None or not isinstance(dep[k], kind) or depth >= 8:
@@ -2904,57 +2173,6 @@ def _members_named(dep: Any, depth: int = 0) -> list[str]:
     properties = dep.get("properties", {})
     own = [*(properties if isinstance(properties, dict) else ["\0"]), *dep.get("required", [])]
     return own + [n for b in branches for n in _members_named(b, depth + 1)]
-
-
-def _value_type(v: Any) -> str:
-    """The JSON type of ``v``, integers as ``"number"``."""
-    name = _type_name(v)
-    return "number" if name == "integer" else name
-
-
-def _listed_values(s: Any) -> list[Any] | None:
-    """The values ``s`` is limited to when it, or some of its ``allOf``
-    members, list them (``enum``/``const``: the values every list has);
-    ``None`` otherwise."""
-    lists = []
-
-    def collect(x: Any) -> None:
-        if isinstance(x, dict):
-            if "enum" in x or "const" in x:
-                lists.append(_enum_values(x, None))
-            for member in x.get("allOf", []):
-                collect(member)
-
-    collect(s)
-    if not lists:
-        return None
-    return [v for v in lists[0] if all(any(_json_equal(v, w) for w in o) for o in lists[1:])]
-
-
-def _value_types(s: dict) -> set[str] | None:
-    if "enum" in s or "const" in s:
-        out = set()
-        for v in _enum_values(s, None):
-            out.add(_type_name(v))
-        return out
-    if "type" not in s:
-        return None
-    names = _types_of(s)
-    return names | ({"integer"} if "number" in names else set())
-
-
-def _type_name(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    return "array" if isinstance(v, list) else "object"
 
 
 def _absolute_refs(node: Any) -> Any:

@@ -1,0 +1,114 @@
+"""The keywords the JSON-schema lowering knows: which can reject a value,
+which it refuses by name, which draft defines which, and which apply to one
+JSON type only. Any other keyword only annotates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+
+#: Keywords the walker lowers. With ``REFUSED``'s (and the lowering's own
+#: ``__`` markers) they are the keywords that can reject a value; any other
+#: only annotates (or is unknown), and never changes the language.
+_HANDLED = {
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+    "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+    "uniqueItems", "maxProperties", "minProperties", "required", "allOf", "anyOf",
+    "oneOf", "not", "prefixItems", "items", "additionalItems", "properties",
+    "patternProperties", "additionalProperties", "propertyNames", "format", "$ref",
+    "unevaluatedProperties", "unevaluatedItems", "if", "then", "else", "contains",
+    "minContains", "maxContains",
+}  # fmt: skip
+#: Keywords refused by name, and why, where they remain once the walker has
+#: expanded what it can of them (dependencies among a few members).
+REFUSED = {
+    "dependentRequired": "members required by the presence of others",
+    "dependencies": "members required by the presence of others",
+    "dependentSchemas": "schemas applied by the presence of members",
+    "$dynamicRef": "dynamic scope",
+    "$recursiveRef": "dynamic scope",
+}
+#: The JSON types as ``type`` names them (``integer`` aside).
+TYPES = ("null", "boolean", "object", "array", "string", "number")
+#: Keywords whose members require others (draft 4-7; 2019-09 on).
+DEPENDENCIES = ("dependencies", "dependentRequired", "dependentSchemas")
+
+
+def keywords_of(draft: Any) -> frozenset[str]:
+    """The keywords a ``jsonschema`` validator class's draft defines (its
+    ``minContains``/``maxContains`` are read inside ``contains``)."""
+    extra = {"minContains", "maxContains"} if "unevaluatedItems" in draft.VALIDATORS else set()
+    return frozenset(draft.VALIDATORS) | extra
+
+
+#: The keywords some draft from 4 to 2020-12 defines and another lacks
+#: (``_refuse_other_drafts_keywords``), less those the lowering ignores
+#: where the validator does (``additionalItems``) and the dynamic
+#: references, refused on their own.
+DRAFT_KEYWORDS = frozenset().union(
+    *(
+        keywords_of(cls)
+        for cls in (
+            jsonschema.Draft4Validator,
+            jsonschema.Draft6Validator,
+            jsonschema.Draft7Validator,
+            jsonschema.Draft201909Validator,
+            jsonschema.Draft202012Validator,
+        )
+    )
+) - {"additionalItems", "$recursiveRef", "$dynamicRef"}
+
+
+APPLICATORS = {
+    "allOf", "anyOf", "oneOf", "not", "$ref", "if", "then", "else", "dependentSchemas",
+    "__allOf__",
+}  # fmt: skip
+
+
+def annotation_keywords(s: dict) -> set[str]:
+    return {k for k in s if not can_reject({k: s[k]})}
+
+
+def can_reject(s: dict) -> bool:
+    """Whether any keyword of ``s`` can reject a value."""
+    return any(k in _HANDLED or k in REFUSED or k.startswith("__") for k in s)
+
+
+def count_keyword(s: dict, key: str, default: int | None = None) -> int | None:
+    """A count keyword as an int (``2.0`` is a valid count)."""
+    value = s.get(key, default)
+    return None if value is None else int(value)
+
+
+#: Keywords that apply to one JSON type only ("number" with the integers).
+KEYWORDS_OF_TYPE = {
+    "object": frozenset({
+        "properties", "required", "additionalProperties", "patternProperties",
+        "minProperties", "maxProperties", "dependencies", "dependentRequired",
+        "dependentSchemas", "propertyNames", "unevaluatedProperties",
+    }),
+    "array": frozenset({
+        "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
+        "contains", "minContains", "maxContains", "unevaluatedItems",
+    }),
+    "string": frozenset({
+        "pattern", "__patterns__", "minLength", "maxLength", "format", "__not_string__",
+    }),
+    "number": frozenset({
+        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    }),
+}  # fmt: skip
+
+__all__ = [
+    "APPLICATORS",
+    "DEPENDENCIES",
+    "DRAFT_KEYWORDS",
+    "KEYWORDS_OF_TYPE",
+    "REFUSED",
+    "TYPES",
+    "annotation_keywords",
+    "can_reject",
+    "count_keyword",
+    "keywords_of",
+]
