@@ -74,6 +74,35 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/jsonschema/test_lowering.py", "-k", "listed or lists or ignores"),
     ),
     Mutant(
+        "oneOf's object ways left overlapping",
+        "constrain_api/jsonschema/exclusive.py",
+        'out.append({**typed, "allOf": [*negated, way]})',
+        "out.append(way)",
+        ("tests/jsonschema",),
+    ),
+    Mutant(
+        "a tag split drops the tag-absent case",
+        "constrain_api/jsonschema/exclusive.py",
+        '            if tag not in b.get("required", [])\n',
+        "            if False\n",
+        ("tests/jsonschema",),
+    ),
+    Mutant(
+        "JSON equality takes true for 1",
+        "constrain_api/jsonschema/values.py",
+        "if isinstance(a, bool) or isinstance(b, bool):\n"
+        "        return type(a) is type(b) and a == b",
+        "if isinstance(a, bool) or isinstance(b, bool):\n        return a == b",
+        ("tests/jsonschema",),
+    ),
+    Mutant(
+        "the lowering's own markers count as annotations",
+        "constrain_api/jsonschema/keywords.py",
+        'or k in REFUSED or k.startswith("__") for k in s',
+        "or k in REFUSED for k in s",
+        ("tests/jsonschema",),
+    ),
+    Mutant(
         "apply_bitmask_ keeps columns past the vocabulary (with indices too)",
         "constrain_api/masks.py",
         "    n = min(vocab_size, width)",
