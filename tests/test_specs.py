@@ -473,7 +473,10 @@ def test_json_schema_meta_check_fast_path_never_accepts_what_jsonschema_rejects(
 
     cases = _all_meta_cases()
     if not cases:
-        pytest.skip("the shared data (MaskBench, the JSON Schema Test Suite) is absent")
+        pytest.skip(
+            "the shared data (MaskBench, the JSON Schema Test Suite) is absent: "
+            "set $CONSTRAIN_SHARED"
+        )
     fast = 0
     for schema in cases:
         if not specs._meta_valid_fast(schema):
