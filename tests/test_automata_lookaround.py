@@ -642,6 +642,70 @@ def test_a_product_search_past_its_bound_is_a_compile_limit(monkeypatch) -> None
     assert info.value.limit == "states"
 
 
+def _counting_searches(monkeypatch) -> list:
+    """The products ``TermTable._has_string`` is asked about, from now on."""
+    from constrain_api.automata.lazy import TermTable
+
+    asked: list = []
+    search = TermTable._has_string
+
+    def counted(self, key):
+        asked.append(key)
+        return search(self, key)
+
+    monkeypatch.setattr(TermTable, "_has_string", counted)
+    return asked
+
+
+def test_a_length_bound_beside_a_pattern_is_walked_without_searches(monkeypatch) -> None:
+    """``.{0,300}`` beside a pattern (``maxLength`` beside a format): every
+    count is a product of its own. A short string of the pattern's side,
+    read by the counting side, shows each one has a string, so none is
+    searched; the language and the liveness of every state are as before."""
+    pattern = Seq(
+        (Repeat(CharSet.of("abc"), 1, None), Literal("@"), Repeat(CharSet.of("ab"), 1, 3))
+    )
+    node = Intersect(pattern, Repeat(CharSet.any(), 0, 300))
+    asked = _counting_searches(monkeypatch)
+    lazy = LazyDFA(node)
+    assert lazy.matches(b"abc@ab") and lazy.matches(b"a" * 296 + b"@ab")
+    assert lazy.is_viable(b"c" * 200) and not lazy.matches(b"abc@")
+    assert asked == []
+    # near the bound, where the shortest rest no longer fits, the search decides
+    assert not lazy.matches(b"a" * 298 + b"@ab") and not lazy.is_viable(b"c" * 299)
+    assert asked
+    built = lazy.to_dfa()
+    assert built.num_states == lazy.num_states  # every state live
+    assert built.same_language(ByteDFA.from_node(node))
+
+
+@pytest.mark.parametrize(
+    "node, strings",
+    [
+        # the left side's shortest string ("a") is not the right side's: searched, has one
+        (
+            Intersect(Alt((Literal("a"), Literal("bbb"))), Repeat(CharSet.of("b"), 0, None)),
+            [b"bbb"],
+        ),
+        # a difference: the left side's shortest string is the right side's
+        (Difference(Repeat(CharSet.of("ab"), 0, 4), Repeat(CharSet.of("a"), 0, None)), [b"ab"]),
+        # no string at all: neither side's shortest is the other's, nor any other
+        (Intersect(Repeat(CharSet.of("a"), 0, 5), Repeat(CharSet.of("b"), 1, None)), []),
+    ],
+)
+def test_products_a_short_string_does_not_show_are_searched(monkeypatch, node, strings) -> None:
+    """Where no side's shortest string shows the product has one, the search
+    decides, as before: a product with strings, and one with none (never a
+    state)."""
+    asked = _counting_searches(monkeypatch)
+    lazy = LazyDFA(node)
+    assert asked
+    assert lazy.is_empty() == (not strings)
+    for data in strings:
+        assert lazy.matches(data)
+    assert lazy.to_dfa().same_language(ByteDFA.from_node(node))
+
+
 _PLAIN = st.recursive(
     st.sampled_from(ATOMS),
     lambda inner: st.one_of(

@@ -17,7 +17,8 @@ term: the copies of a shared continuation that a Thompson NFA keeps apart
 (an object's remaining members after each optional one) are one state
 here, as in the minimal DFA. Every term has some string
 (void pieces are dropped as terms are made; a product is made a term only
-once a search of the products it leads to found one that accepts), so every
+once a short string of one side is read by the other, or a search of the
+products it leads to found one that accepts), so every
 state found is live and ``-1`` means dead, as in a ``ByteDFA``. Not
 minimized otherwise. A lookaround's automaton is never built whole: a
 format or a pattern intersected with a JSON string costs the states a walk
@@ -113,6 +114,7 @@ class TermTable:
         self._void_products: set[tuple] = set()
         self._live_products: set[tuple] = set()
         self._least: dict[int, int] = {}  # _min_length's memo
+        self._witnesses: dict[int, bytes | None] = {}  # _witness's memo
         self._digests: dict[int, bytes] = {}  # digest()'s memo
         self._node_digests: dict[int, tuple[rx.Node, bytes]] = {}  # by id(node)
 
@@ -452,10 +454,80 @@ class TermTable:
         if t is not None:
             return t
         if key not in self._live_products and (
-            key in self._void_products or not self._has_string(key)
+            key in self._void_products
+            or not (self._witnessed(op, left, right) or self._has_string(key))
         ):
             return None
         return self._make(key, self._product_accepts(op, left, right))
+
+    def _witnessed(self, op: str, left: frozenset[int], right: frozenset[int]) -> bool:
+        """Whether a product has a string, shown without searching it: the
+        shortest known string of a left term (``_witness``) read by the right
+        side is accepted there (``"and"``) or not (``"minus"``); for
+        ``"and"``, also a right term's read by the left side. ``False`` only
+        means not shown (the search decides). A length bound beside a
+        format or a pattern (``.{0,n}``) is a product whose counts all
+        differ: searching each cost more than the rest of its state."""
+        sides = ((left, right), (right, left)) if op == "and" else ((left, right),)
+        for mine, other in sides:
+            best: bytes | None = None
+            for t in mine:
+                w = self._witness(t)
+                if w is not None and (best is None or len(w) < len(best)):
+                    best = w
+            if best is not None and self._accepts(other, best) == (op == "and"):
+                return True
+        return False
+
+    def _accepts(self, terms: frozenset[int], data: bytes) -> bool:
+        """Whether ``data`` is a string of one of ``terms``."""
+        form = self.form
+        at: set[int] | frozenset[int] = terms
+        for b in data:
+            at = {u for t in at for lo, hi, u in form(t) if lo <= b <= hi}
+            if not at:
+                return False
+        return any(self.nullable[t] for t in at)
+
+    def _witness(self, t: int) -> bytes | None:
+        """A short string of ``t`` (its shortest, where the AST shows it),
+        ``None`` where none is known without a search (a product, an
+        alternation's AST with an intersection or difference inside, a
+        string past a few hundred bytes); memoized."""
+        if t in self._witnesses:
+            return self._witnesses[t]
+        d = self.defs[t]
+        op = d[0]
+        w: bytes | None
+        if op == "e":
+            w = b""
+        elif op == "r":
+            w = bytes((d[1],))
+        elif op == "l":
+            w = d[1]
+        elif op == "u":
+            w = bytes(lo for lo, _hi in min(d[1], key=len))
+        elif op == "s":
+            a, b = self._witness(d[1]), self._witness(d[2])
+            w = None if a is None or b is None else a + b
+        elif op == "a":
+            known_ones = [x for u in d[1] if (x := self._witness(u)) is not None]
+            w = min(known_ones, key=len) if known_ones else None
+        elif op == "k":  # (x{m,n}: m copies of x's)
+            x = self._witness(d[1]) if d[2] else b""
+            short = x is not None and len(x) * d[2] <= _WITNESS_BYTES
+            w = x * d[2] if short and (d[3] is None or d[3] >= d[2]) else None
+        elif op == "n":
+            try:
+                w = _ast_witness(d[1])
+            except RecursionError:
+                w = None
+        else:  # "x": a product's strings are found by its search
+            w = None
+        if w is not None and len(w) > _WITNESS_BYTES:
+            w = None
+        self._witnesses[t] = w
+        return w
 
     @staticmethod
     def _one_side(op: str, left: frozenset[int], right: frozenset[int]) -> frozenset[int] | None:
@@ -583,6 +655,51 @@ class TermTable:
             n = 1 if op == "r" else 0
         self._least[t] = n
         return n
+
+
+#: the longest string ``TermTable._witness`` keeps (longer: not known)
+_WITNESS_BYTES = 256
+
+
+def _ast_witness(node: rx.Node, memo: dict[int, bytes | None] | None = None) -> bytes | None:
+    """The shortest UTF-8 string of ``node`` (its options' shortest, a
+    class's lowest scalar), ``None`` when it has none, holds an intersection
+    or difference (not decided without a search) or is past
+    ``_WITNESS_BYTES``. A subtree shared by many parts is read once."""
+    if memo is None:
+        memo = {}
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    kind = type(node)
+    w: bytes | None
+    if kind is rx.Literal:
+        w = node.text.encode("utf-8", "surrogatepass")
+    elif kind is rx.CharSet:
+        sequences = utf8_sequences(node)  # (in code-point order: the shortest first)
+        w = bytes(lo for lo, _hi in sequences[0]) if sequences else None
+    elif kind is rx.Empty:
+        w = b""
+    elif kind is rx.Seq:
+        w = b""
+        for part in node.parts:
+            x = _ast_witness(part, memo)
+            if x is None or len(w) + len(x) > _WITNESS_BYTES:
+                w = None
+                break
+            w += x
+    elif kind is rx.Alt:
+        known = [x for o in node.options if (x := _ast_witness(o, memo)) is not None]
+        w = min(known, key=len) if known else None
+    elif kind is rx.Repeat:
+        x = b"" if node.min == 0 else _ast_witness(node.node, memo)
+        w = None if x is None or len(x) * node.min > _WITNESS_BYTES else x * node.min
+    else:  # Intersect, Difference
+        w = None
+    if w is not None and len(w) > _WITNESS_BYTES:
+        w = None
+    memo[key] = w
+    return w
 
 
 #: a composite node's kind in its digest
