@@ -706,6 +706,47 @@ def test_products_a_short_string_does_not_show_are_searched(monkeypatch, node, s
     assert lazy.to_dfa().same_language(ByteDFA.from_node(node))
 
 
+_COUNTED_ATOMS = ["a", "b", "ab", "é", "[ab]", "[a-c]", ".", "(?:a|bb)", "[^a]"]
+_COUNTED_PLAIN = st.recursive(
+    st.sampled_from(_COUNTED_ATOMS),
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=2, max_size=3).map("".join),
+        st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
+        st.tuples(
+            inner, st.sampled_from(["*", "+", "?", "{2}", "{0,3}", "{1,5}", "{3,}", "{0,12}"])
+        ).map(lambda t: f"(?:{t[0]}){t[1]}"),
+    ),
+    max_leaves=6,
+)
+_NESTED_PRODUCTS = st.recursive(
+    _COUNTED_PLAIN.map(lambda p: parse_regex(p, whole_text=True)),
+    lambda inner: st.tuples(st.sampled_from([Intersect, Difference]), inner, inner).map(
+        lambda t: t[0](t[1], t[2])
+    ),
+    max_leaves=4,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_NESTED_PRODUCTS)
+def test_nested_products_of_counted_pieces_are_exact_and_live(node) -> None:
+    """Intersections and differences of counted pieces, nested: whether a
+    product has a string is shown by a short string of one side or
+    searched, and either way the lazy automaton has the minimal DFA's
+    language and no state without a string (a product wrongly shown live
+    would be a dead state here)."""
+    try:
+        full = ByteDFA.from_node(node, max_states=3000)
+        lazy = LazyDFA(node)
+        built = lazy.to_dfa()
+    except CompileLimitExceeded:
+        return
+    assert has_string(node) is not full.is_empty()
+    assert lazy.is_empty() == full.is_empty()
+    assert built.num_states == lazy.num_states
+    assert built.same_language(full)
+
+
 _PLAIN = st.recursive(
     st.sampled_from(ATOMS),
     lambda inner: st.one_of(

@@ -138,6 +138,13 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/test_automata.py", "-k", "lazy"),
     ),
     Mutant(
+        "a product shown live by a string the other side only begins",
+        "constrain_api/automata/lazy.py",
+        "        return any(self.nullable[t] for t in at)\n\n    def _witness",
+        "        return True\n\n    def _witness",
+        ("tests/test_automata_lookaround.py", "-k", "product"),
+    ),
+    Mutant(
         "fst's state_finished only at the dead state",
         "plugins/fst/constrain_fst/backend.py",
         "return state < 0 or not self.compiled.state(state).has_tokens",
