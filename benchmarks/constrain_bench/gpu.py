@@ -4,7 +4,9 @@ beside the report so every later report shows them.
 
     python -m constrain_bench.gpu RUN [--out docs/bench]
 
-copies the run's files (``RUN`` is the check's ``$OUT``: ``env.txt``,
+copies the run's files (``RUN`` is the check's ``$OUT`` as the device tool
+brings it back: ``run.tgz``, the archive the check packs after each part,
+or that archive itself, or a folder of the files unpacked: ``env.txt``,
 ``apply.json``, ``passes.json``, ``fills.json`` and the loop stage's
 ``bench/raw/``) into ``OUT/gpu/`` and writes :func:`section` into
 ``OUT/REPORT.md`` in place of the one there (appended where there is none).
@@ -18,6 +20,8 @@ import argparse
 import json
 import shutil
 import sys
+import tarfile
+import tempfile
 from pathlib import Path
 
 from . import report
@@ -26,12 +30,25 @@ HEADING = "## On a GPU"
 #: The run's files the section reads; the loop stage's raw results go to ``loop/``.
 FILES = ("env.txt", "apply.json", "passes.json", "fills.json")
 LOOP_FILES = ("bench.json", "refusals.json")
+#: What ``check.sh`` packs its parts' files into (the device tool returns 8 files at most).
+ARCHIVE = "run.tgz"
 
 
 def take(run: Path, out: Path) -> Path:
     """Copy ``run``'s files into ``out/gpu/`` (the last run's are replaced)
     and write the section into ``out/REPORT.md``; returns the report's path.
-    ``SystemExit`` when ``run`` holds none of them."""
+    ``run`` is a folder of the files, or :data:`ARCHIVE` (or a folder holding
+    it), unpacked first. ``SystemExit`` when ``run`` holds none of them."""
+    archive = run / ARCHIVE if run.is_dir() else run
+    if archive.is_file():
+        with tempfile.TemporaryDirectory() as unpacked:
+            with tarfile.open(archive, "r:gz") as tar:
+                tar.extractall(unpacked, filter="data")  # (no path leaves the folder)
+            return _take(Path(unpacked), out)
+    return _take(run, out)
+
+
+def _take(run: Path, out: Path) -> Path:
     found = [name for name in FILES if (run / name).is_file()]
     loop = [name for name in LOOP_FILES if (run / "bench" / "raw" / name).is_file()]
     if not found and "bench.json" not in loop:
@@ -239,7 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m constrain_bench.gpu", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("run", help="the device run's $OUT (the files it brought back)")
+    parser.add_argument(
+        "run",
+        help="the device run's $OUT as it came back (its run.tgz), the archive, or its files",
+    )
     parser.add_argument("--out", default="docs/bench", help="report folder (default docs/bench)")
     args = parser.parse_args(argv)
     path = take(Path(args.run), Path(args.out))

@@ -3,9 +3,9 @@
 # bundle (../shared/gpu/bundle.sh: wheels, the project, the Llama-3 vocabulary, in .dev/) plus
 # what this project needs beyond it on the GPU machine: numba for domino's compiled walk, and
 # its llvmlite, whose 170 MB library is stripped and packed (about 38 MB; the carry limit is
-# 64 MiB in all). Then `device run` with carry [".dev"] and
-#   source .dev/gpu-setup.sh; bash /tmp/proj/benchmarks/gpu/check.sh tests apply passes fills
-# then (a second call) the same with `loop` (benchmarks/README.md)
+# 64 MiB in all). Then `device run` with carry [".dev"] and timeout_s 560:
+#   source .dev/gpu-setup.sh; bash /tmp/proj/benchmarks/gpu/check.sh all
+# (one call; benchmarks/README.md, "On a GPU")
 set -euo pipefail
 root=$(git rev-parse --show-toplevel); cd "$root"
 bash ../shared/gpu/bundle.sh

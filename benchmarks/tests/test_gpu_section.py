@@ -5,10 +5,16 @@ and kept by every later report."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 from constrain_bench import cli, gpu
+
+from constrain_api.shared import shared_file
 
 ENV = """date 2026-11-29
 name, memory.total [MiB], driver_version
@@ -132,3 +138,63 @@ def test_every_report_keeps_the_last_device_runs_section(tmp_path):
     assert cli.main(["--out", str(out), "--report-only"]) == 0
     text = (out / "REPORT.md").read_text()
     assert "## On a GPU" in text and "### A forward pass by its width" in text
+
+
+def _pack(run: Path, archive: Path) -> None:
+    """``run``'s files packed as ``check.sh`` packs them (paths from ``./``)."""
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(run, arcname=".")
+
+
+@pytest.mark.parametrize("given", ["folder", "archive"])
+def test_the_packed_run_the_device_brings_back_is_taken(tmp_path, given):
+    """The device tool returns 8 files at most, so check.sh packs its parts'
+    files into run.tgz: its folder (files_at) or the archive itself gives
+    the section the unpacked files give."""
+    run = _run(tmp_path / "run", parts=("apply", "passes", "fills", "loop"))
+    unpacked = tmp_path / "unpacked"
+    gpu.take(run, unpacked)
+    came_back = tmp_path / "files_at"
+    came_back.mkdir()
+    _pack(run, came_back / gpu.ARCHIVE)
+    packed = tmp_path / "packed"
+    gpu.take(came_back if given == "folder" else came_back / gpu.ARCHIVE, packed)
+    assert (packed / "REPORT.md").read_text() == (unpacked / "REPORT.md").read_text()
+    assert "### Applying a bitmask on the GPU" in (packed / "REPORT.md").read_text()
+    for path in (unpacked / "gpu").rglob("*"):
+        twin = packed / "gpu" / path.relative_to(unpacked / "gpu")
+        assert twin.exists() and (path.is_dir() or twin.read_bytes() == path.read_bytes())
+
+
+@pytest.mark.shared
+def test_check_sh_packs_each_part_it_finishes(tmp_path):
+    """check.sh on this CPU (the tiny model, its pass-cost part): the part's
+    files are packed into $OUT/run.tgz, the only file left in $OUT, and
+    that archive becomes the report's section."""
+    try:
+        shared_file("vocab/llama3/tokenizer.model")
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    root = Path(__file__).resolve().parents[2]
+    out, work = tmp_path / "out", tmp_path / "work"
+    env = {
+        **os.environ,
+        "OUT": str(out),
+        "WORK": str(work),
+        "PROJECT": str(root),
+        "LOOP_MODEL": "tiny",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    done = subprocess.run(
+        ["bash", str(root / "benchmarks" / "gpu" / "check.sh"), "passes"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "passes: exit 0" in done.stdout
+    assert [p.name for p in out.iterdir()] == [gpu.ARCHIVE]
+    gpu.take(out, tmp_path / "bench")
+    assert sorted(p.name for p in (tmp_path / "bench" / "gpu").iterdir()) == [
+        "env.txt",
+        "passes.json",
+    ]
+    assert "### A forward pass by its width" in (tmp_path / "bench" / "REPORT.md").read_text()
