@@ -63,7 +63,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 
 from ..automata.printer import to_regex
-from ..automata.regex import Node, parse_regex, seq
+from ..automata.regex import Literal, Node, parse_regex, seq
 from ..errors import UnsupportedConstraint
 from .strings import encode_node
 
@@ -72,6 +72,7 @@ __all__ = [
     "UNSUPPORTED_FORMATS",
     "format_node",
     "format_pattern",
+    "format_piece",
     "format_regex",
     "format_source",
     "formats_as_patterns",
@@ -315,9 +316,24 @@ def _node(name: str) -> Node:
 
 
 @functools.cache
+def _encoded(name: str) -> Node:
+    return encode_node(_node(name))
+
+
+@functools.cache
 def _build(name: str) -> str:
-    body = to_regex(encode_node(_node(name)))
-    return f'"{body}"'
+    return f'"{to_regex(_encoded(name))}"'
+
+
+def _quoted(name: str) -> Node:
+    return seq(Literal('"'), _encoded(name), Literal('"'))
+
+
+def format_piece(name: str) -> tuple[str, Node]:
+    """A supported format's :func:`format_regex` and its AST (the same
+    language, printed from it: a caller that keeps it spares parsing the
+    text back, which costs what building it did, 0.1-23 ms a format)."""
+    return format_regex(name), _quoted(name)
 
 
 class _Formats(Mapping[str, str]):

@@ -27,9 +27,11 @@ from constrain_api.jsonschema.formats import (
     FORMATS,
     UNSUPPORTED_FORMATS,
     format_pattern,
+    format_piece,
     format_regex,
     format_source,
 )
+from constrain_api.jsonschema.lower import _format_piece
 from constrain_api.shared import shared_file
 
 #: Suite instances out of reach, with the reason: (format, data) → reason. None today.
@@ -147,6 +149,18 @@ def test_regex_is_quoted_and_portable(name: str) -> None:
     for s in ["", "a", "2020-02-29", "12:00:00Z", "::1", "1.2.3.4", 'a"b@c', "/a~0", "P1D",
               "http://x/", "0#"]:  # fmt: skip
         assert bool(source.fullmatch(s)) == matches(name, s), (name, s)
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_piece_ast_is_the_regex_language(name: str) -> None:
+    """format_piece's AST (the lowering's piece takes it rather than parsing
+    the text back) has the text's language, quotes included, and the
+    lowering's piece for the format carries exactly that text and AST."""
+    text, node = format_piece(name)
+    assert text == format_regex(name)
+    assert ByteDFA.from_node(node).same_language(ByteDFA.from_regex(text))
+    piece = _format_piece(name)
+    assert piece.text == text and piece.ast() == node
 
 
 def test_unsupported_and_unknown_formats() -> None:
