@@ -23,7 +23,7 @@ from .dfa import ByteDFA
 from .printer import to_regex
 from .regex import CharSet, Empty, Node, alt, repeat, seq
 
-__all__ = ["char_edges", "dfa_to_node", "dfa_to_regex"]
+__all__ = ["WEIGH_FIRST", "char_edges", "dfa_to_node", "dfa_to_regex"]
 
 # (first byte range, continuation count, payload bits of the first byte)
 _LEADS = (
@@ -73,21 +73,43 @@ def char_edges(dfa: ByteDFA, state: int) -> dict[int, list[tuple[int, int]]]:
     return edges
 
 
+#: From this many states on, the elimination is first run on the labels'
+#: weights alone (integers), which fail where the labelled run would: a
+#: regex past ``max_size`` is known as such without building its AST
+#: (8-40 ms a refused automaton of 100-700 states, a tenth of that weighed).
+WEIGH_FIRST = 64
+
+
 def dfa_to_node(dfa: ByteDFA, *, max_size: int = 20_000) -> Node:
     """A regex AST of ``dfa``'s language (``CharSet(())`` if it is empty)."""
     if dfa.is_empty():
         return CharSet(())
     dfa = dfa.minimize()
+    edges = [char_edges(dfa, s) for s in range(dfa.num_states)]
+    if dfa.num_states >= WEIGH_FIRST:
+        _eliminate(dfa, edges, max_size, build=False)
+    return _eliminate(dfa, edges, max_size, build=True)
+
+
+def _eliminate(
+    dfa: ByteDFA, edges: list[dict[int, list[tuple[int, int]]]], max_size: int, *, build: bool
+) -> Node:
+    """State elimination over ``edges`` (each state's :func:`char_edges`):
+    the AST with ``build``; without, only the weights (a cheap size measure
+    of each label), which raise ``CompileLimitExceeded`` exactly where the
+    labelled run does (the same edges eliminated in the same order) and
+    return ``Empty()``."""
     n = dfa.num_states
     start, final = n, n + 1
     # out_edges[p][q] = (label AST of p → q, its weight: a cheap size measure)
     out_edges: dict[int, dict[int, tuple[Node, int]]] = {p: {} for p in range(n + 2)}
     in_edges: dict[int, set[int]] = {p: set() for p in range(n + 2)}
+    nothing = Empty()  # (every label, without build)
 
     def add(p: int, q: int, label: Node, weight: int) -> None:
         old = out_edges[p].get(q)
         if old is not None:
-            label, weight = alt(old[0], label), old[1] + weight + 1
+            label, weight = alt(old[0], label) if build else nothing, old[1] + weight + 1
         if weight > max_size:
             raise CompileLimitExceeded(
                 "regex_size", max_size, None, "the automaton's regex (state elimination) is too big"
@@ -95,20 +117,23 @@ def dfa_to_node(dfa: ByteDFA, *, max_size: int = 20_000) -> Node:
         out_edges[p][q] = (label, weight)
         in_edges[q].add(p)
 
-    add(start, dfa.start, Empty(), 0)
+    add(start, dfa.start, nothing, 0)
     for s in range(n):
         if dfa.accept[s]:
-            add(s, final, Empty(), 0)
-        for target, ranges in char_edges(dfa, s).items():
-            add(s, target, CharSet(tuple(ranges)), 1 + len(ranges))
+            add(s, final, nothing, 0)
+        for target, ranges in edges[s].items():
+            add(s, target, CharSet(tuple(ranges)) if build else nothing, 1 + len(ranges))
     for q in sorted(range(n), key=lambda x: len(in_edges[x]) * len(out_edges[x])):
         loop = out_edges[q].pop(q, None)
         in_edges[q].discard(q)
-        star, star_w = (repeat(loop[0], 0, None), loop[1] + 1) if loop else (Empty(), 0)
+        star, star_w = (nothing, 0) if loop is None else (loop[0], loop[1] + 1)
+        if build and loop is not None:
+            star = repeat(loop[0], 0, None)
         for p in in_edges[q]:
             head, head_w = out_edges[p].pop(q)
             for r, (tail, tail_w) in out_edges[q].items():
-                add(p, r, seq(head, star, tail), head_w + star_w + tail_w)
+                label = seq(head, star, tail) if build else nothing
+                add(p, r, label, head_w + star_w + tail_w)
         for r in out_edges[q]:
             in_edges[r].discard(q)
         out_edges[q] = {}
