@@ -356,6 +356,25 @@ def test_fill_mask_overwrites_the_row_in_numpy_and_tensor(compiled, vocab):
     assert torch.isfinite(logits[0]).nonzero().flatten().tolist() == sorted(oracle(b"a"))
 
 
+def test_fill_mask_into_rows_wider_than_the_vocabulary(compiled, vocab):
+    """A bitmask sized for a model's padded width (more words than the
+    vocabulary needs), filled again and again as a loop does: each fill
+    writes the state's mask into the vocabulary's words and zeros the words
+    past them (StateChecker's shortcut for the bitmask it last filled whole
+    must not take this one for such a bitmask)."""
+    words = ca.bitmask_words(vocab.size)
+    bm = np.full((2, words + 2), -1, dtype=np.int32)  # garbage
+    checker = compiled.checker()
+    for text, token in ((b"", None), (b"a", A), (b"ab", B)):
+        if token is not None:
+            checker.update([token])
+        for _ in range(2):  # (no other bitmask filled between: the loop's pattern)
+            checker.fill_mask(bm, 1)
+            assert set(ca.TokenMask(bm[1, :words], vocab.size)) == oracle(text)
+            assert not bm[1, words:].any()
+        assert (bm[0] == -1).all()  # other rows untouched
+
+
 def test_fill_masks_batches(compiled, vocab):
     checkers = [compiled.checker() for _ in range(3)]
     checkers[1].update([B])

@@ -117,6 +117,27 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/test_masks.py", "tests/test_base.py"),
     ),
     Mutant(
+        "the CPU blend leaves the first column past the vocabulary",
+        "constrain_api/masks.py",
+        "        ints[:, n:] = minus_inf",
+        "        ints[:, n + 1 :] = minus_inf",
+        ("tests/test_masks.py",),
+    ),
+    Mutant(
+        "StateChecker's shortcut takes a bitmask wider than the vocabulary",
+        "constrain_api/base.py",
+        "            and bitmask.shape[1] == words.shape[0]\n",
+        "",
+        ("tests/test_base.py",),
+    ),
+    Mutant(
+        "sole_tokens reads 64-bit words as 32-bit ones",
+        "constrain_api/decoding/masking.py",
+        "            out[one[single]] = first[single] * bits + bit",
+        "            out[one[single]] = first[single] * 32 + bit",
+        ("tests/decoding",),
+    ),
+    Mutant(
         "a forced chain passes max_len",
         "constrain_api/decoding/sampling.py",
         "row.forced += 1\n            if len(row.tokens) >= loop.max_len:",
