@@ -221,6 +221,27 @@ MUTANTS: tuple[Mutant, ...] = (
         "return state > 0 and self.compiled.accept[state]",
         ("plugins/naive/tests",),
     ),
+    Mutant(
+        "a tree file for another vocabulary is read",
+        "plugins/domino/constrain_domino/treecache.py",
+        "        if (words, vocab_size, terminals) != expected or min(meta) < 0 or nodes < 1:",
+        "        if min(meta) < 0 or nodes < 1:",
+        ("plugins/domino/tests/test_treecache.py",),
+    ),
+    Mutant(
+        "a tree file listing ids past the vocabulary is read",
+        "plugins/domino/constrain_domino/treecache.py",
+        "            if not bool(np.all((listed >= 0) & (listed < vocab_size))):",
+        "            if not bool(np.all(listed >= 0)):",
+        ("plugins/domino/tests/test_treecache.py",),
+    ),
+    Mutant(
+        "fst's disk cache takes files made for other inputs",
+        "plugins/fst/constrain_fst/diskcache.py",
+        '    if not isinstance(digests, dict) or digests.get("inputs") != inputs:',
+        "    if not isinstance(digests, dict):",
+        ("plugins/fst/tests/test_fst.py", "-k", "tampered"),
+    ),
 )
 
 

@@ -6,6 +6,7 @@ wrong mask."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -236,3 +237,87 @@ def test_a_folder_that_cannot_be_written_warns_and_masks_stay_exact(vocab, tmp_p
         rows = _masks(compiled, [path])
     assert _same(rows, _masks(ca.get("domino").compile(spec, vocab), [path]))
     assert compiled.tree_disk.stored == 0
+
+
+# Two terminals whose positions after their first byte read the same rest
+# ("b"): the same state digest, but a token "bx" completes A and starts the
+# "x" only A is followed by. A key without the position's terminal would
+# hand the position in B the tree of the position in A.
+SAME_REST = """
+start: A X | B Y
+A: "ab"
+B: "cb"
+X: "x"
+Y: "y"
+"""
+REST_TOKENS = [b"a", b"b", b"c", b"x", b"y", b"bx", b"by", b"<eos>"]
+
+
+def test_another_terminal_never_gets_a_tree_not_its_own(tmp_path):
+    vocab = ca.Vocabulary.from_list(REST_TOKENS, eos=["<eos>"], special=["<eos>"])
+    spec = ca.Grammar(SAME_REST)
+    in_a, in_b = [REST_TOKENS.index(b"a")], [REST_TOKENS.index(b"c")]
+    first = _compile(spec, vocab, tmp_path)
+    _masks(first, [in_a])  # stores the tree of the position after "a" in A
+    dfas = first.grammar.dfas
+    a, b = (first.grammar.names.index(name) for name in ("A", "B"))
+    after_a, after_c = dfas[a].run(b"a"), dfas[b].run(b"c")
+    assert dfas[a].state_digest(after_a) == dfas[b].state_digest(after_c)  # (so the test can tell)
+    second = _compile(spec, vocab, tmp_path)
+    oracle = ca.get("naive").compile(spec, vocab)
+    assert _same(_masks(second, [in_b]), [m.words for m in checks.oracle_masks(oracle, in_b)])
+
+
+def _forge(path: Path, edit) -> bool:
+    """Rewrite a stored tree file as a writer that knows the format would:
+    its numbers changed by ``edit`` (False: nothing to change there) and the
+    digest made again over them, so only the checks of what the numbers say
+    can refuse it."""
+    data = path.read_bytes()
+    head, payload = data[: treecache._HEAD - treecache._DIGEST_BYTES], data[treecache._HEAD :]
+    numbers = np.frombuffer(payload, dtype=treecache._INT32).copy()
+    if not edit(numbers):
+        return False
+    payload = numbers.astype(treecache._INT32).tobytes()
+    digest = hashlib.blake2b(payload, digest_size=treecache._DIGEST_BYTES).digest()
+    path.write_bytes(head + digest + payload)
+    return True
+
+
+def _another_vocabulary(numbers: np.ndarray) -> bool:
+    numbers[4] += 1  # (the vocabulary's size in the header)
+    return True
+
+
+def _an_id_past_the_vocabulary(numbers: np.ndarray) -> bool:
+    """The first listed token id (a group of ids, not a packed row) made
+    one past the vocabulary."""
+    nodes, words, vocab_size, n_checked = (int(numbers[i]) for i in (0, 1, 4, 6))
+    free_sizes = numbers[treecache._META + 2 * nodes : treecache._META + 3 * nodes]
+    at = treecache._META + 3 * nodes
+    checked_sizes = numbers[at : at + 3 * n_checked].reshape(n_checked, 3)[:, 2]
+    at += 3 * n_checked  # (the free groups' data, then the checked groups')
+    for size in [*free_sizes.tolist(), *checked_sizes.tolist()]:
+        if 0 < size < words:
+            numbers[at] = vocab_size
+            return True
+        at += max(size, 0)
+    return False
+
+
+@pytest.mark.parametrize("forge", [_another_vocabulary, _an_id_past_the_vocabulary])
+def test_a_file_whose_numbers_do_not_fit_is_rebuilt(vocab, tmp_path, forge):
+    """Past its digest, a file is read only where what it says fits this
+    grammar and vocabulary: a tree for another vocabulary, or one listing a
+    token id the vocabulary has not (which the compiled walk would write
+    out of its row), is rebuilt, never used."""
+    spec, docs = SPECS["json schema"]
+    oracle = ca.get("naive").compile(spec, vocab)
+    paths_ = paths.sample_paths(vocab, oracle, docs, "forged")
+    wanted = [m.words for path in paths_ for m in checks.oracle_masks(oracle, path)]
+    _masks(_compile(spec, vocab, tmp_path), paths_)
+    forged = sum(_forge(path, forge) for path in _files(tmp_path))
+    assert forged > 0
+    second = _compile(spec, vocab, tmp_path)
+    assert _same(_masks(second, paths_), wanted)
+    assert second.tree_disk.rejected == forged and second.trees_built == forged

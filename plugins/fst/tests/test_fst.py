@@ -4,6 +4,7 @@ Llama-3 (Koo et al.'s five workloads)."""
 
 from __future__ import annotations
 
+import json
 import random
 from unittest import mock
 
@@ -319,13 +320,30 @@ def _rewrite_the_tables(folder):
     np.savez(path, **arrays)
 
 
+def _vouched_for_other_inputs(folder):
+    """The files intact, their digests file made for other inputs (another
+    vocabulary's size, classes or format under this name)."""
+    path = next(folder.glob("*.sha256"))
+    digests = json.loads(path.read_text())
+    digests["inputs"] = "0" * len(digests["inputs"])
+    path.write_text(json.dumps(digests))
+
+
 @pytest.mark.parametrize(
-    "tamper", [_flip_a_byte, _huge_header_count, _another_valid_fst, _rewrite_the_tables]
+    "tamper",
+    [
+        _flip_a_byte,
+        _huge_header_count,
+        _another_valid_fst,
+        _rewrite_the_tables,
+        _vouched_for_other_inputs,
+    ],
 )
 def test_a_tampered_disk_cache_is_rebuilt_not_read(tmp_path, naive, tamper):
-    """The files are parsed only when their digests match: flipped bytes and
-    huge counts once aborted the process, a different valid transducer in
-    the file's place was used (masks silently changed)."""
+    """The files are parsed only when their digests match and vouch for
+    this build's inputs: flipped bytes and huge counts once aborted the
+    process, a different valid transducer in the file's place was used
+    (masks silently changed)."""
     _tampered_cache_is_rebuilt(tmp_path, SPECS["quoted-text"], small_vocabulary(), naive, tamper)
 
 
