@@ -126,9 +126,10 @@ def _eliminate(
     for q in sorted(range(n), key=lambda x: len(in_edges[x]) * len(out_edges[x])):
         loop = out_edges[q].pop(q, None)
         in_edges[q].discard(q)
-        star, star_w = (nothing, 0) if loop is None else (loop[0], loop[1] + 1)
-        if build and loop is not None:
-            star = repeat(loop[0], 0, None)
+        if loop is None:
+            star, star_w = nothing, 0
+        else:
+            star, star_w = repeat(loop[0], 0, None) if build else nothing, loop[1] + 1
         for p in in_edges[q]:
             head, head_w = out_edges[p].pop(q)
             for r, (tail, tail_w) in out_edges[q].items():

@@ -325,6 +325,7 @@ def _build(name: str) -> str:
     return f'"{to_regex(_encoded(name))}"'
 
 
+@functools.cache
 def _quoted(name: str) -> Node:
     return seq(Literal('"'), _encoded(name), Literal('"'))
 
