@@ -599,7 +599,7 @@ class Lowerer:
                 out[key] = value
                 continue
             mine = out[key]
-            if mine == value:
+            if json_equal(mine, value):  # (as JSON: Python's ``True == 1`` is no merge)
                 continue
             if key in ("anyOf", "oneOf", "not", "__allOf__"):
                 # two of these cannot share one schema: apply the second later

@@ -2396,3 +2396,24 @@ def test_a_union_of_listed_values_beside_a_conditional():
     schema["anyOf"].append({"type": "array", "items": {"const": 7}})  # (lists no values)
     verdicts = judged_by_the_validator(schema, [[1, 2], [2, 4], [7], [7, 7], [7, 7, 7], [1, 7]])
     assert verdicts == [True, True, False, False, False, False]
+
+
+ALL_OF_VALUES_PYTHON_CONFLATES = [
+    {"not": {"allOf": [{"const": True}, {"const": 1}]}},
+    {"not": {"allOf": [{"const": 0}, {"const": False}]}},
+    {"not": {"allOf": [{"const": [1]}, {"const": [True]}]}},
+    {"properties": {"a": {"allOf": [{"const": True}, {"enum": [1]}]}}},
+    {"allOf": [{"properties": {"a": {"const": True}}}, {"properties": {"a": {"const": 1}}}]},
+    {"allOf": [{"items": {"const": False}}, {"items": {"const": 0}}]},
+]
+
+
+@pytest.mark.parametrize("schema", ALL_OF_VALUES_PYTHON_CONFLATES)
+def test_all_of_tells_booleans_from_numbers(schema):
+    """Two ``allOf`` members whose keyword values Python finds equal (``True
+    == 1``, ``[1] == [True]``) but JSON does not are merged as two values:
+    the merge once kept the first and dropped the other, so ``not`` of
+    ``const: true`` and ``const: 1`` (no value) left out ``true`` (found by a
+    longer run of test_differential)."""
+    values = [True, False, 1, 0, [1], [True], {"a": True}, {"a": 1}, {}, [], [False], [0], None]
+    judged_by_the_validator(schema, values)
