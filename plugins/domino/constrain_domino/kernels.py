@@ -44,7 +44,9 @@ def walk_subtrees(
     n_skips: int,
     pending: np.ndarray,
     pending_sets: np.ndarray,
-) -> tuple[int, int, int]:
+    waiting: np.ndarray,
+    new_sets: np.ndarray,
+) -> tuple[int, int, int, int]:
     """Walk the subtree of each node ``los[i]``, whose parent is in set ``lo_sets[i]``.
 
     Sets ``node_set[n]`` of the nodes reached; appends the ranges of
@@ -52,7 +54,10 @@ def walk_subtrees(
     ``n_runs``; disjoint and not empty, so at most one per node), and the
     nodes whose (parent set, byte) pair ``steps`` does not know to
     ``pending``, their parent sets to ``pending_sets`` (their subtrees are
-    left for a later call). Returns ``(n_pending, n_runs, n_skips)``.
+    left for a later call), and each of those sets once to ``new_sets``
+    (marking it in ``waiting``, which the caller clears: thousands of
+    pending nodes wait on a few sets). Returns ``(n_pending, n_runs,
+    n_skips, n_new)``.
     The sets of the path being walked are kept by depth in ``path`` (one
     more entry than the trie's depth): in preorder, a node's parent is the
     last node met one level up.
@@ -63,7 +68,7 @@ def walk_subtrees(
     is not walked: every token in it ends in that set. It is appended to
     ``skips`` as ``lo, hi, set`` (from entry ``n_skips``).
     """
-    n_pending = 0
+    n_pending = n_new = 0
     for i in range(los.size):
         m = los[i]
         hi = subtree_end[m]
@@ -96,6 +101,10 @@ def walk_subtrees(
                     pending[n_pending] = m
                     pending_sets[n_pending] = ps
                     n_pending += 1
+                    if not waiting[ps]:
+                        waiting[ps] = True
+                        new_sets[n_new] = ps
+                        n_new += 1
                 if m > run:
                     runs[n_runs] = run
                     runs[n_runs + 1] = m
@@ -106,7 +115,7 @@ def walk_subtrees(
             runs[n_runs] = run
             runs[n_runs + 1] = m
             n_runs += 2
-    return n_pending, n_runs, n_skips
+    return n_pending, n_runs, n_skips, n_new
 
 
 @numba.njit(nogil=True, cache=False)
@@ -120,19 +129,20 @@ def gather_tokens(
     num_sets: int,
     tokens: np.ndarray,
     local: np.ndarray,
-) -> tuple[int, np.ndarray]:
+) -> tuple[int, np.ndarray, int]:
     """Write the tokens of the nodes in ``runs`` to ``tokens`` and, to
     ``local``, each one's index among the distinct sets they end in, and
     that index for each slice of ``skips`` to ``skips[i + 2]`` (in place of
     its set: :func:`pack_groups` packs a slice's tokens from the trie);
-    returns the tokens' count and those sets (each below ``num_sets``), in
-    order of first appearance. A run's tokens are consecutive in the trie's
-    ``token_ids`` (preorder)."""
+    returns the tokens' count, those sets (each below ``num_sets``), in
+    order of first appearance, and the slices' tokens' count. A run's
+    tokens are consecutive in the trie's ``token_ids`` (preorder)."""
     remap = np.full(num_sets, -1, dtype=np.int32)
     found = np.empty(num_sets, dtype=np.int32)
     num_found = 0
-    k = 0
+    k = sliced = 0
     for i in range(0, skips.size, 3):
+        sliced += token_offsets[skips[i + 1]] - token_offsets[skips[i]]
         s = skips[i + 2]
         if remap[s] < 0:
             remap[s] = num_found
@@ -149,7 +159,7 @@ def gather_tokens(
             tokens[k] = token_ids[j]
             local[k] = remap[s]
             k += 1
-    return k, found[:num_found]
+    return k, found[:num_found], sliced
 
 
 @numba.njit(nogil=True, cache=False)
@@ -284,10 +294,10 @@ def warm_up() -> None:
     steps[0, 0] = 0
     absorbing = np.zeros(1, dtype=np.bool_)
     node_set, runs, skips = i32(0, 0), i32(0, 0, 0, 0), i32(0, 0, 0)
-    _, n_runs, n_skips = walk_subtrees(
+    _, n_runs, n_skips, _ = walk_subtrees(
         i32(1), i32(0), depth, edge, end, parent, flags(True, True), flags(True, True), steps,
         absorbing, i32(0, 0), np.zeros(2, dtype=np.bool_), node_set, runs, 0, skips, 0,
-        i32(0), i32(0),
+        i32(0), i32(0), np.zeros(1, dtype=np.bool_), i32(0),
     )  # fmt: skip
     tokens, local = i32(0), i32(0)
     gather_tokens(

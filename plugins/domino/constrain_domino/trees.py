@@ -198,6 +198,10 @@ class TreeBuilder:
         # 8,192 rows.) A reset keeps it
         self.steps = np.empty((64, 256), dtype=np.int32)
         self.absorbing = np.zeros(64, dtype=np.bool_)
+        # the walk's marks of the sets its pending nodes wait on, one per
+        # row (all clear between its rounds), and the list of those sets
+        self.waiting = np.zeros(64, dtype=np.bool_)
+        self.new_sets = np.empty(64, dtype=np.int32)
         self._reset()
 
     def _reset(self) -> None:
@@ -228,6 +232,8 @@ class TreeBuilder:
                 absorbing = np.zeros(rows, dtype=np.bool_)
                 absorbing[:sid] = self.absorbing[:sid]
                 self.absorbing = absorbing
+                self.waiting = np.zeros(rows, dtype=np.bool_)  # (clear: only sets met are marked)
+                self.new_sets = np.empty(rows, dtype=np.int32)
             self.steps[sid] = kernels.UNKNOWN
             self.absorbing[sid] = False
         return sid
@@ -386,17 +392,22 @@ class TreeBuilder:
         los, lo_sets = trie.root_children, np.full(trie.root_children.size, start, dtype=np.int32)
         n_runs = n_skips = 0
         while True:  # a compiled walk until it meets sets never stepped, which Python steps
-            n_pending, n_runs, n_skips = kernels.walk_subtrees(
+            n_pending, n_runs, n_skips, n_new = kernels.walk_subtrees(
                 los, lo_sets, trie.depth, trie.edge, trie.subtree_end, trie.parent, trie.plain,
                 trie.mixed, self.steps, self.absorbing, path,
                 skippable, node_set, runs, n_runs, skips, n_skips, pending, pending_sets,
+                self.waiting, self.new_sets,
             )  # fmt: skip
             if not n_pending:
                 break
+            if not n_new:  # (a mark left from an earlier round: the walk would never end)
+                raise RuntimeError("the tree walk's pending nodes wait on no set it lists")
             los, lo_sets = pending[:n_pending].copy(), pending_sets[:n_pending].copy()
-            for sid in sorted(set(lo_sets.tolist())):
+            todo = np.sort(self.new_sets[:n_new])
+            self.waiting[todo] = False
+            for sid in todo.tolist():
                 self._step_all(sid)
-        n_tokens, set_ids = kernels.gather_tokens(
+        n_tokens, set_ids, sliced = kernels.gather_tokens(
             runs[:n_runs], skips[:n_skips], trie.token_offsets, trie.token_ids, trie.token_node,
             node_set, len(self.sets), tokens, local,
         )  # fmt: skip
@@ -404,8 +415,7 @@ class TreeBuilder:
         held = np.flatnonzero(set_ids == start) if self.absorbing[start] else ()
         base = int(held[0]) if len(held) else -1
         tree = self._tree(tokens[:n_tokens], local[:n_tokens], skips[:n_skips], set_ids, base)
-        offsets = trie.token_offsets
-        tree.sliced = int((offsets[skips[1:n_skips:3]] - offsets[skips[0:n_skips:3]]).sum())
+        tree.sliced = int(sliced)
         return tree
 
     def _tree(
