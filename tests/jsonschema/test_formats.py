@@ -403,3 +403,19 @@ def test_a_format_piece_is_made_once_with_the_ast_of_its_regex(name: str) -> Non
     assert _format_piece(name) is piece
     lowered = lower_json_schema(ca.JsonSchema({"type": "string", "format": name}))
     assert ByteDFA.from_regex(lowered.pattern).same_language(dfa(name))
+
+
+def test_the_set_up_of_a_backend_taking_json_schemas_builds_every_format():
+    """A schema's first compilation never pays for its formats (up to 21 ms
+    each): the per-vocabulary set-up built them all."""
+    from constrain_api.compiler import BaseCompiler
+    from constrain_api.jsonschema import formats
+
+    backend = ca.get("naive")
+    assert backend.capabilities.supports("json_schema")
+    vocab = ca.Vocabulary([b"a", b"<eos>"], eos_ids=[1])
+    for cache in (formats._build, formats._encoded, formats._quoted):
+        cache.cache_clear()
+    BaseCompiler(backend, vocab)
+    assert formats._quoted.cache_info().currsize == len(FORMATS)
+    assert formats._build.cache_info().currsize == len(FORMATS)
