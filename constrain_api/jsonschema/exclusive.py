@@ -276,6 +276,12 @@ def _typed(ways: list | None) -> bool:
     )
 
 
+def _of_type(ways: list, tau: str) -> list:
+    """The ways (``_typed``) of JSON type ``tau``: a way of ``integer``
+    values (a negated ``type: integer``'s) is one of ``number``'s."""
+    return [w for w in ways if w["type"] == tau or (tau == "number" and w["type"] == "integer")]
+
+
 def exclusive_failing(
     branches: list[dict], tau: str, resolve: Resolver | None = None
 ) -> list[dict] | None:
@@ -290,7 +296,7 @@ def exclusive_failing(
         ways = failures(b, resolve)
         if not _typed(ways):
             return None  # (a way of no one type: not split here)
-        failing.append([w for w in ways if w.get("type") == tau])
+        failing.append(_of_type(ways, tau))
     kept = _failing_the_others(len(branches), lambda i, j: failing[j])
     if kept is None:
         return None
@@ -421,7 +427,7 @@ def _failures_of_union(neg: dict, resolve: Resolver, depth: int) -> list | None:
             continue  # (its values fail the base: among the ways above)
         fails_all: list = [base] if validating else []
         for found in failing:
-            mine = [w for w in found if w.get("type") == tau]
+            mine = _of_type(found, tau)
             if not mine:
                 break  # (no value of this type fails that branch)
             if not any(w == {"type": tau} for w in mine):  # (else all of them do)

@@ -2417,3 +2417,22 @@ def test_all_of_tells_booleans_from_numbers(schema):
     longer run of test_differential)."""
     values = [True, False, 1, 0, [1], [True], {"a": True}, {"a": 1}, {}, [], [False], [0], None]
     judged_by_the_validator(schema, values)
+
+
+NEGATED_INTEGER_CASES = [
+    {"not": {"anyOf": [{"not": {"type": "integer"}}, {"type": "null"}]}},
+    {"not": {"anyOf": [{"not": {"type": "integer", "minimum": 2}}, {"type": "null"}]}},
+    {"oneOf": [{"items": False}, {"anyOf": [{"not": {"type": "integer"}}, {"type": "null"}]}]},
+    {"oneOf": [{}, {"anyOf": [{"not": {"type": "integer"}}, {"type": "null"}]}]},
+]
+
+
+@pytest.mark.parametrize("schema", NEGATED_INTEGER_CASES)
+def test_the_ways_to_fail_a_negated_integer_are_numbers(schema):
+    """A value fails ``not: {type: integer}`` when it is an integer: a way
+    of type ``integer``, which splitting the ways by JSON type once filed
+    under no type, so the numbers failing a union with such a branch were
+    lost (``not`` of it found no value at all; a ``oneOf`` beside it
+    refused 0 and 1). Found by a longer random run of test_differential."""
+    values = [0, 1, 2, 3, -1, 2.5, 1.0, 4.0, None, "a", [], [1], {}, True]
+    assert any(judged_by_the_validator(schema, values))
