@@ -382,6 +382,10 @@ class Lowerer:
             if finite is not None:
                 return finite
         if any(key in s for key in DEPENDENCIES):
+            if s.get("unevaluatedProperties", True) is not True:
+                # (settled on the schema's own names first: the members the
+                # dependencies declare are evaluated by no keyword)
+                s = self._evaluated_here(s, where)
             s = self._dependencies(s, where)
         for key, reason in REFUSED.items():
             if key in s and not _trivial(key, s[key]):

@@ -62,6 +62,17 @@ POOL = [
     {"c": {"b": 1}},
     {"a": [], "b": {}},
     {"a": 1, "b": 2, "c": 3},
+    # integers spelled as floats, fractions, strings and names the patterns read
+    1.0,
+    -2.5,
+    12,
+    "aa",
+    [1, 1.0],
+    [True, 1],
+    {"a": 1.0},
+    {"a": True, "b": False},
+    {"ab": 1},
+    {"a": 1, "ba": 2},
 ]
 #: Listed values: the scalars and a few composite ones.
 LISTED = [*SCALARS, [1], [], {"a": 1}, {"a": 1, "b": 2}]
@@ -88,6 +99,19 @@ leaf = st.one_of(
     st.just({"additionalProperties": False}),
     st.just(True),
     st.just(False),
+    # bounds at fractions, multiples within bounds, what the object keywords
+    # evaluate, distinct items, names by pattern, counted contains
+    st.builds(lambda k, v: {k: v}, st.sampled_from(["minimum", "maximum", "exclusiveMinimum",
+                                                     "exclusiveMaximum"]),
+              st.sampled_from([0.5, -1.5, 1.0])),
+    st.builds(lambda m, lo, hi: {"type": "integer", "multipleOf": m, "minimum": lo,
+                                 "maximum": hi},
+              st.sampled_from([2, 3]), st.integers(-3, 3), st.integers(3, 12)),
+    st.just({"unevaluatedProperties": False}),
+    st.just({"uniqueItems": True}),
+    st.builds(lambda p: {"propertyNames": {"pattern": p}}, st.sampled_from(["^a", "b$", "^.$"])),
+    st.builds(lambda k, n: {"contains": {"type": "integer"}, k: n},
+              st.sampled_from(["minContains", "maxContains"]), st.integers(0, 2)),
 )  # fmt: skip
 
 

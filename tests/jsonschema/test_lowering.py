@@ -2436,3 +2436,22 @@ def test_the_ways_to_fail_a_negated_integer_are_numbers(schema):
     refused 0 and 1). Found by a longer random run of test_differential."""
     values = [0, 1, 2, 3, -1, 2.5, 1.0, 4.0, None, "a", [], [1], {}, True]
     assert any(judged_by_the_validator(schema, values))
+
+
+UNEVALUATED_BESIDE_DEPENDENT_REQUIRED = [
+    {"unevaluatedProperties": False, "dependentRequired": {"a": []}},
+    {"unevaluatedProperties": False, "dependentRequired": {"a": ["b"]}},
+    {"unevaluatedProperties": {"type": "string"}, "properties": {"b": {}},
+     "dependentRequired": {"b": ["a"]}},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("schema", UNEVALUATED_BESIDE_DEPENDENT_REQUIRED)
+def test_members_named_by_dependent_required_are_not_evaluated(schema):
+    """``dependentRequired`` evaluates no member: the members it names are
+    unevaluated unless the schema's own keywords evaluate them. Lowering the
+    dependencies declared them first, and ``unevaluatedProperties`` then
+    took them for evaluated (``{"a": 1}`` passed ``unevaluatedProperties:
+    false``). Found by a longer random run of test_differential."""
+    values = [{}, {"a": 1}, {"a": "x"}, {"b": 1}, {"a": 1, "b": 2}, {"a": "y", "b": "x"}, 1]
+    assert judged_by_the_validator(schema, values).count(True) >= 2
