@@ -596,8 +596,13 @@ class Lowerer:
             later = {k: b.pop(k) for k in ("if", "then", "else") if k in b}
             out["__conditionals__"] = [*a.get("__conditionals__", []), later]
         arrays = any(k in s for s in (a, b) for k in ("items", "prefixItems", "additionalItems"))
+        counts = _contains_counts(a, b)
+        for key in _CONTAINS_COUNTS:
+            out.pop(key, None)
         for key, value in b.items():
             if arrays and key in ("items", "prefixItems", "additionalItems"):
+                continue
+            if key in _CONTAINS_COUNTS:
                 continue
             if key not in out:
                 out[key] = value
@@ -634,6 +639,7 @@ class Lowerer:
             self._merge_objects(out, a, b, where)
         if arrays:
             self._merge_arrays(out, a, b)
+        out.update(counts)
         return out
 
     def _merge_arrays(self, out: dict, a: dict, b: dict) -> None:
@@ -2048,6 +2054,27 @@ def _number_literal(v: int | float) -> str:
     if exp:
         spellings.append(exp)
     return "(?:" + "|".join(spellings) + ")"
+
+
+_CONTAINS_COUNTS = ("minContains", "maxContains")
+
+
+def _contains_counts(a: dict, b: dict) -> dict:
+    """The ``minContains``/``maxContains`` of ``allOf: [a, b]`` merged into
+    one schema: a side's counts bound only its own ``contains`` (beside
+    none they do nothing), and an unset ``minContains`` is 1, so that
+    beside the one ``contains`` both sides share (different ones are not
+    merged) they bound its matches as both sides do: ``{contains: X,
+    minContains: 0}`` and ``{contains: X, maxContains: 0}`` leave no array."""
+    sides = [s for s in (a, b) if "contains" in s]
+    if not sides:
+        return {}
+    low = max(count_keyword(s, "minContains", 1) for s in sides)
+    highs = [count_keyword(s, "maxContains") for s in sides if "maxContains" in s]
+    counts = {"minContains": low} if low != 1 or any("minContains" in s for s in sides) else {}
+    if highs:
+        counts["maxContains"] = min(highs)
+    return counts
 
 
 def _trivial(key: str, value: Any) -> bool:

@@ -2455,3 +2455,27 @@ def test_members_named_by_dependent_required_are_not_evaluated(schema):
     false``). Found by a longer random run of test_differential."""
     values = [{}, {"a": 1}, {"a": "x"}, {"b": 1}, {"a": 1, "b": 2}, {"a": "y", "b": "x"}, 1]
     assert judged_by_the_validator(schema, values).count(True) >= 2
+
+
+CONTAINS_COUNTS_MERGED = [
+    {"allOf": [{"contains": {"type": "integer"}, "minContains": 0},
+               {"contains": {"type": "integer"}, "maxContains": 0}]},
+    {"allOf": [{"contains": {"type": "integer"}}, {"maxContains": 0}]},
+    {"allOf": [{"contains": {"type": "integer"}, "maxContains": 1}, {"minContains": 2}]},
+    {"allOf": [{"contains": {"type": "integer"}, "minContains": 2},
+               {"contains": {"type": "integer"}, "minContains": 0}]},
+    {"contains": {"type": "integer"}, "minContains": 0,
+     "allOf": [{"contains": {"type": "integer"}, "maxContains": 1}]},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("schema", CONTAINS_COUNTS_MERGED)
+def test_merged_contains_counts_keep_each_side_s_bounds(schema):
+    """``allOf`` of two schemas with the same ``contains``: each side's
+    ``minContains`` (1 where unset) and ``maxContains`` bound the matches,
+    and a count beside no ``contains`` does nothing. The merge once kept one
+    side's ``minContains: 0`` beside the other's ``maxContains: 0`` (``[]``
+    passed, though the second side needs a match and allows none). Found by
+    a longer random run of test_differential."""
+    values = [[], [1], [1, 2], [1, 2, 3], ["a"], ["a", 1], 1]
+    judged_by_the_validator(schema, values)
