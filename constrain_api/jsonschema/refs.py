@@ -40,6 +40,7 @@ SCHEMA_KEYWORDS = {
     "$defs": "map",
     "definitions": "map",
     "dependentSchemas": "map",
+    "dependencies": "map",  # (drafts 4-7: a schema, or a list of names, per member)
 }
 
 _BASE = "urn:constrain-api:root"

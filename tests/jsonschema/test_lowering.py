@@ -821,6 +821,12 @@ DRAFT_4 = "http://json-schema.org/draft-04/schema#"
         (DRAFT_7, {"unevaluatedProperties": False}, "unevaluatedProperties"),
         (DRAFT_7, {"contains": {"type": "string"}, "minContains": 2}, "minContains"),
         (None, {"$defs": {"x": {"dependencies": {"a": ["b"]}}}}, "dependencies"),
+        # (inside a dependency's schema too: the index once skipped those)
+        (
+            DRAFT_7,
+            {"dependencies": {"a": {"properties": {"a": {"unevaluatedProperties": False}}}}},
+            "unevaluatedProperties",
+        ),
     ],
 )
 def test_a_keyword_of_another_draft_is_refused_by_name(meta, body, keyword):
