@@ -107,7 +107,7 @@ import itertools
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..automata.printer import NOTHING_TEXT, is_atom, to_regex
@@ -640,8 +640,10 @@ def _alt_nonvoid(options: Iterable[Node]) -> Node:
 # ------------------------------------------------------------------- lengths
 
 
+@functools.lru_cache(maxsize=16384)
 def _length_range(node: Node) -> tuple[int, int | None]:
-    """``(min, max)`` lengths of the node's strings (``None``: unbounded); ``(1, 0)`` if void."""
+    """``(min, max)`` lengths of the node's strings (``None``: unbounded); ``(1, 0)`` if void
+    (cached: the restrictor asks it of the same parts at every length it tries)."""
     if isinstance(node, CharSet):
         return (1, 0) if node.is_empty() else (1, 1)
     if isinstance(node, Literal):
@@ -679,18 +681,41 @@ class _NotExpressible(Exception):
 
 
 class _Restrictor:
-    """``cut(node, lo, hi)``: the node's strings of ``lo`` to ``hi`` characters."""
+    """``cut(node, lo, hi)``: the node's strings of ``lo`` to ``hi`` characters.
+
+    Each length tried costs one unit of ``budget`` (:class:`_TooBig` past it);
+    a loop over lengths pays for all of them before it starts, so a cut that
+    will not fit stops early (whether it fits is the same: any stop ends the
+    whole cut). A cut asked again (the same node and bounds, as nested
+    sequences ask at every length of their heads) is answered from a memo
+    that charges the units its first computation spent: the result and
+    whether the budget runs out are what computing it again would give,
+    without the work."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
+        self._memo: dict[tuple, tuple[Node, int]] = {}
 
-    def spend(self) -> None:
-        self.budget -= 1
+    def spend(self, units: int = 1) -> None:
+        self.budget -= units
         if self.budget < 0:
             raise _TooBig
 
+    def _memoized(self, key: tuple, compute: Callable[[], Node]) -> Node:
+        known = self._memo.get(key)
+        if known is not None:
+            self.spend(known[1])
+            return known[0]
+        before = self.budget
+        result = compute()
+        self._memo[key] = (result, before - self.budget)
+        return result
+
     def cut(self, node: Node, lo: int, hi: int | None) -> Node:
         lo = max(lo, 0)
+        return self._memoized((node, lo, hi), lambda: self._cut(node, lo, hi))
+
+    def _cut(self, node: Node, lo: int, hi: int | None) -> Node:
         if hi is not None and hi < lo:
             return _VOID
         nlo, nhi = _length_range(node)
@@ -725,25 +750,26 @@ class _Restrictor:
         # variable-width items, each at least one character: split on the count
         top = -(-lo // wlo)  # from this many copies on, the minimum length is met
         last = b if hi is None else (hi // wlo if b is None else min(b, hi // wlo))
-        options = []
-        k = a
-        while (last is None or k <= last) and (hi is not None or k < top):
-            self.spend()
-            options.append(self.cut(seq(*([item] * k)), lo, hi))
-            k += 1
+        end = last if hi is not None else (top - 1 if last is None else min(last, top - 1))
+        counts = range(a, end + 1)
+        self.spend(len(counts))  # (all at once: a cut past the budget stops sooner)
+        options = [self.cut(seq(*([item] * k)), lo, hi) for k in counts]
         if hi is None and (b is None or top <= b):
             options.append(repeat(item, max(a, top), b))
         return _alt_nonvoid(options)
 
     def cut_seq(self, parts: list[Node], lo: int, hi: int | None) -> Node:
         lo = max(lo, 0)
+        return self._memoized((tuple(parts), lo, hi), lambda: self._cut_seq(list(parts), lo, hi))
+
+    def _cut_seq(self, parts: list[Node], lo: int, hi: int | None) -> Node:
         if hi is not None and hi < lo:
             return _VOID
         ranges = [_length_range(p) for p in parts]
         if any(b is not None and b < a for a, b in ranges):
             return _VOID
         var = [i for i, (a, b) in enumerate(ranges) if a != b]
-        fixed = sum(a for i, (a, _b) in enumerate(ranges) if i not in var)
+        fixed = sum(a for a, b in ranges if a == b)
         if not var:
             ok = fixed >= lo and (hi is None or fixed <= hi)
             return seq(*parts) if ok else _VOID
@@ -766,8 +792,9 @@ class _Restrictor:
         else:
             top = max(vlo, lo2 - rlo)  # from this head length on, the rest is free
             last = top - 1
-        for k in range(vlo, last + 1):
-            self.spend()
+        head_lengths = range(vlo, last + 1)
+        self.spend(len(head_lengths))
+        for k in head_lengths:
             hk = self.cut(head, k, k)
             if is_void(hk):
                 continue

@@ -1511,6 +1511,29 @@ def test_a_length_bound_too_big_to_print_is_an_intersection_of_automata():
     assert verdicts[3] and not verdicts[4]
 
 
+def test_an_email_under_a_long_length_bound_is_an_intersection_of_automata():
+    """``format: email`` under ``maxLength: 1024`` (four MaskBench schemas):
+    the local part and the domain share the bound, so the cut's regex is
+    past its budget (found out before the cut is built) and the piece is the
+    intersection; its strings are the e-mails of at most 1,024 characters."""
+    import json
+    import re
+
+    from constrain_api.automata.regex import has_lookaround
+    from constrain_api.jsonschema.formats import format_source
+
+    schema = {"type": "string", "format": "email", "maxLength": 1024}
+    assert has_lookaround(lower_json_schema_ir(JsonSchema(schema)))
+    _, accepts = language(schema)
+    email = re.compile(format_source("email"))  # (the validator's own check is '@' in it)
+    edge = "a" * 1000 + "@" + "b" * 20 + ".cd"  # 1,024 characters
+    values = ["a@b.c", "a.b@c", edge, edge + "e", "a@", "@b", "a b@c", '"a b"@c', "a@[1.2.3.4]"]
+    verdicts = [email.fullmatch(v) is not None and len(v) <= 1024 for v in values]
+    assert verdicts == [True, True, True, False, False, False, False, True, True]
+    for value, want in zip(values, verdicts, strict=True):
+        assert accepts(json.dumps(value)) == want, value
+
+
 def test_a_pattern_beside_a_format_is_their_intersection():
     import json
 

@@ -350,6 +350,46 @@ def test_lengths_out_of_reach() -> None:
     assert pattern_regex("^[a-z]+$", min_length=5, max_length=3) == NOTHING_TEXT
 
 
+# (pattern, min_length, max_length): cuts whose nested sequences ask the same
+# sub-cut many times (the memo answers), some past the default budget
+MEMO_CUTS = [
+    ("^(?:ab|c)*$", 1, 9),
+    ("^a+b+$", 3, 12),
+    ("^[a-z]+(?:-[a-z]+)*$", 0, 14),
+    ("^(?:a|bc)+(?:d|ef)*$", 2, 11),
+    ("^([a-z0-9-]+):([a-z0-9\\.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$", 0, 12),
+    ("^[a-z]+(\\s[a-z]+)*$", 1, 16),
+    ("^x(?:ab|c)*y(?:d|ef)+$", 4, None),
+]
+
+
+@pytest.mark.parametrize("ecma, lo, hi", MEMO_CUTS)
+def test_memoized_cuts_spend_and_give_what_computed_ones_do(
+    ecma: str, lo: int, hi: int | None
+) -> None:
+    """The restrictor answers a repeated sub-cut from its memo and pays a
+    loop's lengths before it runs: the cut and the units it spends must be
+    those of a restrictor that computes every sub-cut, so that a cut fits
+    its budget exactly when it did (one unit less and it stops)."""
+    from constrain_api.jsonschema import strings
+
+    class Computing(strings._Restrictor):
+        def _memoized(self, key, compute):
+            return compute()
+
+    node = strings.pattern_node(ecma)
+    plain, memo = Computing(10**9), strings._Restrictor(10**9)
+    expected = plain.cut(node, lo, hi)
+    assert memo.cut(node, lo, hi) == expected
+    spent = 10**9 - plain.budget
+    assert 10**9 - memo.budget == spent > 0
+    assert strings._Restrictor(spent).cut(node, lo, hi) == expected
+    with pytest.raises(strings._TooBig):
+        strings._Restrictor(spent - 1).cut(node, lo, hi)
+    with pytest.raises(strings._TooBig):
+        Computing(spent - 1).cut(node, lo, hi)
+
+
 UNSUPPORTED = [
     ("(a(?=b))*", "lookahead inside a quantified group"),
     ("(?:x|a(?!b))+", "negative lookahead inside a quantified group"),
