@@ -1,6 +1,8 @@
 """The core's lowering on large inputs, first time (the core's caches cleared
 each round): a 10,000-string ``enum`` (its lowering was quadratic: 21 s,
-issue 27) and a 500-option ``Choice``. Run with
+issue 27), a 500-option ``Choice``, and strings of a format or pattern under a
+length bound whose cut is past its budget (then the intersection: 17-38 ms
+each before the cut paid for its loops up front, in 12 MaskBench schemas). Run with
 ``pytest benchmarks/bench_lowering.py --benchmark-only``.
 """
 
@@ -29,3 +31,33 @@ def test_lower_a_large_choice(benchmark):
     spec = ca.Choice(ENUM[:500])
     lowered = benchmark.pedantic(lambda: ca.lower(spec).dfa(), setup=_cleared, rounds=3)
     assert lowered.matches(ENUM[0].encode()) and not lowered.matches(b"value-")
+
+
+#: Strings under a length bound the regex cannot print within its budget,
+#: as four and six MaskBench schemas write them.
+LENGTH_CUTS = {
+    "email-maxLength-1024": {"type": "string", "format": "email", "maxLength": 1024},
+    "colon-pattern-maxLength-146": {
+        "type": "string",
+        "pattern": "^([a-z0-9-]+):([a-z0-9\\.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$",
+        "maxLength": 146,
+    },
+}
+
+
+def _spec_cleared():
+    from constrain_api.caching import SPEC_CACHES
+    from constrain_api.jsonschema import formats
+
+    formats.build_formats()  # (built once per process by a compiler's set-up)
+    ca.clear_caches(*SPEC_CACHES)
+    return (), {}
+
+
+@pytest.mark.parametrize("name", LENGTH_CUTS)
+def test_lower_a_string_under_a_length_bound(benchmark, name):
+    from constrain_api.automata.regex import has_lookaround
+
+    spec = ca.JsonSchema(LENGTH_CUTS[name])
+    lowered = benchmark.pedantic(lambda: ca.lower(spec), setup=_spec_cleared, rounds=7)
+    assert has_lookaround(lowered.node)  # the intersection: the cut did not fit
