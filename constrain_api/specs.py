@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, NoReturn
+from urllib.parse import urlsplit
 
 import jsonschema
 import lark as _lark
@@ -474,7 +475,9 @@ class JsonSchema(Constraint):
             text = json.dumps(parsed, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (ValueError, TypeError, RecursionError) as e:
             _schema_error(str(e))
-        _check_meta(json.loads(text))
+        canonical = json.loads(text)
+        _check_schema_uri(canonical)
+        _check_meta(canonical)
         object.__setattr__(self, "schema_json", text)
         object.__setattr__(self, "whitespace", whitespace)
         object.__setattr__(self, "max_whitespace", max_whitespace)
@@ -537,6 +540,18 @@ def _meta_valid_fast(schema: Any) -> bool:
         return bool(_jsonschema_rs.meta.is_valid(schema))
     except Exception:  # (whatever it cannot read, jsonschema judges)
         return False
+
+
+def _check_schema_uri(schema: Any) -> None:
+    """``ConstraintError`` where the root's ``$schema`` is a string that is no
+    URI (``http://[x/``): the validators look their draft up by the parsed
+    URI, and Python's parser raises a bare ``ValueError`` on it."""
+    uri = schema.get("$schema") if isinstance(schema, dict) else None
+    if isinstance(uri, str):
+        try:
+            urlsplit(uri)
+        except ValueError as e:
+            _schema_error(f"$schema {uri!r} is not a URI: {e}", "/")
 
 
 def _check_meta(schema: Any) -> None:

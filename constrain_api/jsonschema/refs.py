@@ -87,7 +87,7 @@ class SchemaIndex:
         """The pointer that ``ref`` (found at ``pointer``) refers to."""
         base = self.base_of(pointer)
         # urljoin does not resolve fragments against non-hierarchical URIs (urn:)
-        target = urldefrag(base)[0] + ref if ref.startswith("#") else urljoin(base, ref)
+        target = urldefrag(base)[0] + ref if ref.startswith("#") else _join(base, ref, pointer)
         doc, fragment = urldefrag(target)
         if doc not in self.ids:
             raise UnsupportedConstraint(
@@ -111,6 +111,17 @@ class SchemaIndex:
         return self.ids[anchor]
 
 
+def _join(base: str, reference: str, pointer: str, keyword: str = "$ref") -> str:
+    """``reference`` resolved against ``base``; ``ConstraintError`` (naming the
+    keyword and where) for one that is no URI reference (``http://[x/``)."""
+    try:
+        return urljoin(base, reference)
+    except ValueError as e:
+        raise ConstraintError(
+            "json schema", f"{keyword} {reference!r} is not a URI reference: {e}", pointer or "/"
+        ) from None
+
+
 def index_schema(root: Any) -> SchemaIndex:
     """Index ``root``'s ``$id``s and anchors (see the module docstring)."""
     draft = root.get("$schema", "") if isinstance(root, dict) else ""
@@ -128,7 +139,8 @@ def _walk(index: SchemaIndex, node: Any, pointer: str, base: str) -> None:
         return  # siblings of $ref, $id included, are ignored up to draft 7
     ident = node.get("$id", node.get("id") if index.legacy_ref else None)
     if isinstance(ident, str):
-        uri, fragment = urldefrag(urljoin(base, ident))
+        keyword = "$id" if "$id" in node else "id"
+        uri, fragment = urldefrag(_join(base, ident, pointer, keyword))
         if fragment and not uri:
             uri = base
         if fragment and ident.startswith("#"):  # draft-04/07 plain-name anchor

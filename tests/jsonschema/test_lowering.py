@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -198,6 +199,29 @@ def test_unguarded_cycle_takes_only_what_can_be_empty_as_nothing():
     )
     # the search starts at the roots given: a cycle away from them is not met
     assert unguarded_cycle({"a": x, "b": Call("b")}, roots=["a"]) is None
+
+
+NOT_URIS = [
+    ({"$schema": "http://schema[^].org/draft-04/schema#", "type": "string"}, "$schema", "/"),
+    ({"$id": "http://[x/", "type": "string"}, "$id", "/"),
+    ({"properties": {"a": {"$ref": "http://[x/#/a"}}}, "$ref", "/properties/a"),
+    (
+        {"$schema": "http://json-schema.org/draft-07/schema#", "items": {"id": "http://a[/b"}},
+        "id",
+        "/items",
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "keyword", "where"), NOT_URIS)
+def test_a_reference_that_is_no_uri_is_a_constraint_error(schema, keyword, where):
+    """``$schema``, ``$id`` (draft 4-7 ``id``) and ``$ref`` that Python's URL
+    parser refuses (a bracket that is no IPv6 host): the spec or the
+    lowering names the keyword and where; they raised a bare ``ValueError``
+    from ``urllib`` (found by a mutation fuzz of MaskBench schemas)."""
+    with pytest.raises(ConstraintError, match=f"{re.escape(keyword)} .* is not a URI") as info:
+        lower_json_schema_ir(JsonSchema(schema))
+    assert info.value.where == where
 
 
 def test_recursion_through_a_ref_merged_with_its_siblings_is_a_rule():
