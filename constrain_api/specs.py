@@ -543,15 +543,20 @@ def _meta_valid_fast(schema: Any) -> bool:
 
 
 def _check_schema_uri(schema: Any) -> None:
-    """``ConstraintError`` where the root's ``$schema`` is a string that is no
-    URI (``http://[x/``): the validators look their draft up by the parsed
-    URI, and Python's parser raises a bare ``ValueError`` on it."""
-    uri = schema.get("$schema") if isinstance(schema, dict) else None
-    if isinstance(uri, str):
-        try:
-            urlsplit(uri)
-        except ValueError as e:
-            _schema_error(f"$schema {uri!r} is not a URI: {e}", "/")
+    """``ConstraintError`` where the root's ``$schema`` is no string or a
+    string that is no URI (``http://[x/``): the validators look their draft
+    up by the parsed URI before the meta-schema is read, and a dict there
+    raised a bare ``TypeError``, a number an ``AttributeError``, a bracket
+    that is no IPv6 host a ``ValueError``."""
+    if not isinstance(schema, dict) or "$schema" not in schema:
+        return
+    uri = schema["$schema"]
+    if not isinstance(uri, str):
+        _schema_error(f"$schema must be a string (a URI), got {type(uri).__name__}", "/")
+    try:
+        urlsplit(uri)
+    except ValueError as e:
+        _schema_error(f"$schema {uri!r} is not a URI: {e}", "/")
 
 
 def _check_meta(schema: Any) -> None:

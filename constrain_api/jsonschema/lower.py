@@ -46,7 +46,7 @@ from ..automata import (
 )
 from ..budget import checkpoint, is_budget_error
 from ..caching import core_cache
-from ..errors import CompileLimitExceeded, UnsupportedConstraint
+from ..errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from . import formats, numbers, strings
 from .exclusive import (
     ANY_SHAPE,
@@ -2232,6 +2232,14 @@ def rewrite_refs(index: SchemaIndex) -> Any:
         if not isinstance(node, dict):
             return node
         out = dict(node)
+        if "$ref" in node and not isinstance(node["$ref"], str):
+            # (drafts 4-7 leave $ref out of their meta-schemas: the validator
+            # itself fails on one that is no string)
+            raise ConstraintError(
+                "json schema",
+                f"$ref must be a string, got {type(node['$ref']).__name__}",
+                pointer or "/",
+            )
         if isinstance(node.get("$ref"), str):
             try:
                 out["$ref"] = "#" + index.resolve(node["$ref"], pointer)
