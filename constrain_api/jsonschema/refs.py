@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
+import jsonschema
+
 from ..errors import ConstraintError, UnsupportedConstraint
+from ..specs import _meta_valid_fast
 
 #: Keywords whose value is a schema, a list of schemas or a map of schemas.
 SCHEMA_KEYWORDS = {
@@ -69,6 +72,7 @@ class SchemaIndex:
     legacy_ref: bool
     ids: dict[str, str] = field(default_factory=dict)  # absolute URI → pointer
     bases: dict[str, str] = field(default_factory=dict)  # pointer → base URI
+    checked: set[str] = field(default_factory=set)  # targets outside the walk, found valid
 
     def at(self, pointer: str, root: Any = None) -> Any:
         """The schema at ``pointer`` (in ``root``, default the indexed one)."""
@@ -99,16 +103,62 @@ class SchemaIndex:
         if not fragment or fragment.startswith("/"):
             where = self.ids[doc] + fragment
             try:
-                self.at(where)
+                target = self.at(where)
             except (KeyError, IndexError, ValueError, TypeError):
                 raise ConstraintError(
                     "json schema", f"$ref {ref!r} points nowhere", pointer or "/"
                 ) from None
+            if not _through_schema_keywords(self.root, where):
+                self._check_unread(target, where)
             return where
         anchor = f"{doc}#{fragment}"
         if anchor not in self.ids:
             raise ConstraintError("json schema", f"$ref {ref!r}: no such anchor", pointer or "/")
         return self.ids[anchor]
+
+    def _check_unread(self, target: Any, where: str) -> None:
+        """``ConstraintError`` unless ``target`` is a valid schema of the
+        root's draft: a ``$ref`` into a place no schema keyword leads to (an
+        unknown keyword's value, ``{"x-types": {"a": {...}}}``) reaches a
+        schema the meta-schema check never read, and a malformed one there
+        (``required: [[]]``) raised bare ``TypeError``s in the lowering."""
+        if where in self.checked:
+            return
+        self.checked.add(where)
+        draft = self.root.get("$schema") if isinstance(self.root, dict) else None
+        if isinstance(target, dict) and _meta_valid_fast(
+            target if draft is None else {**target, "$schema": draft}
+        ):
+            return
+        default = jsonschema.Draft202012Validator
+        cls = jsonschema.validators.validator_for(self.root, default=default)
+        try:
+            cls.check_schema(target)
+        except jsonschema.SchemaError as e:
+            inner = join_pointer(where, *e.absolute_path)
+            raise ConstraintError("json schema", e.message, inner or "/") from None
+
+
+def _through_schema_keywords(root: Any, pointer: str) -> bool:
+    """Whether ``pointer`` leads from ``root`` through schema keywords only
+    (``/properties/a/items``), so that the meta-schema check read the
+    schema there; ``False`` where it passes an unknown keyword (``/x-types/a``)."""
+    node, expect = root, "schema"
+    for token in pointer_tokens(pointer):
+        if expect == "schema":
+            if not isinstance(node, dict) or token not in SCHEMA_KEYWORDS:
+                return False
+            node, expect = node[token], SCHEMA_KEYWORDS[token]
+            if expect == "schema_or_list":
+                expect = "list" if isinstance(node, list) else "schema"
+            continue
+        if expect == "map" and isinstance(node, dict):
+            node, expect = node[token], "schema"
+        elif expect == "list" and isinstance(node, list):
+            node, expect = node[int(token)], "schema"
+        else:
+            return False
+    return expect == "schema"
 
 
 def _join(base: str, reference: str, pointer: str, keyword: str = "$ref") -> str:

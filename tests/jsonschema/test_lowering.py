@@ -229,6 +229,38 @@ def test_a_reference_that_is_no_uri_is_a_constraint_error(schema, message, where
     assert info.value.where == where
 
 
+UNREAD_TARGETS = [
+    (
+        {"$schema": DRAFT4, "x": {"required": [[]]}, "properties": {"a": {"$ref": "#/x"}}},
+        "is not of type 'string'",
+        "/x/required/0",
+    ),
+    ({"$schema": DRAFT4, "x": {"enum": True}, "$ref": "#/x"}, "is not of type 'array'", "/x/enum"),
+    (
+        {"x-types": {"a": {"minimum": "z"}}, "properties": {"a": {"$ref": "#/x-types/a"}}},
+        "is not of type 'number'",
+        "/x-types/a/minimum",
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "message", "where"), UNREAD_TARGETS)
+def test_a_reference_to_a_malformed_schema_the_meta_check_never_read_is_an_error(
+    schema, message, where
+):
+    """A ``$ref`` into an unknown keyword's value reaches a schema the
+    meta-schema check did not read (it validates keywords it knows): one
+    that is malformed there is a ``ConstraintError`` at its place, where it
+    raised bare ``TypeError``s and ``ValueError``s in the lowering (found
+    by the mutation fuzz, seeded with every MaskBench schema). A valid one
+    there lowers as before."""
+    with pytest.raises(ConstraintError, match=message) as info:
+        lower_json_schema_ir(JsonSchema(schema))
+    assert info.value.where == where
+    fine = {"x-types": {"a": {"type": "integer"}}, "properties": {"a": {"$ref": "#/x-types/a"}}}
+    assert judged_by_the_validator(fine, [{"a": 1}, {"a": "1"}, {}]) == [True, False, True]
+
+
 def test_recursion_through_a_ref_merged_with_its_siblings_is_a_rule():
     """A ``$ref`` with sibling keywords (draft 2020-12 applies both) is
     merged into one schema; when that schema holds itself again (the
