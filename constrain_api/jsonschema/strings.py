@@ -730,7 +730,7 @@ class _Restrictor:
         if isinstance(node, Repeat):
             return self.cut_repeat(node, lo, hi)
         if isinstance(node, Seq):
-            return self.cut_seq(list(node.parts), lo, hi)
+            return self.cut_seq(node.parts, lo, hi)
         raise _NotExpressible  # (fixed-length nodes never get here)
 
     def cut_repeat(self, node: Repeat, lo: int, hi: int | None) -> Node:
@@ -758,11 +758,11 @@ class _Restrictor:
             options.append(repeat(item, max(a, top), b))
         return _alt_nonvoid(options)
 
-    def cut_seq(self, parts: list[Node], lo: int, hi: int | None) -> Node:
+    def cut_seq(self, parts: tuple[Node, ...], lo: int, hi: int | None) -> Node:
         lo = max(lo, 0)
-        return self._memoized((tuple(parts), lo, hi), lambda: self._cut_seq(list(parts), lo, hi))
+        return self._memoized((parts, lo, hi), lambda: self._cut_seq(parts, lo, hi))
 
-    def _cut_seq(self, parts: list[Node], lo: int, hi: int | None) -> Node:
+    def _cut_seq(self, parts: tuple[Node, ...], lo: int, hi: int | None) -> Node:
         if hi is not None and hi < lo:
             return _VOID
         ranges = [_length_range(p) for p in parts]
