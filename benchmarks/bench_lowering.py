@@ -2,7 +2,8 @@
 each round): a 10,000-string ``enum`` (its lowering was quadratic: 21 s,
 issue 27), a 500-option ``Choice``, and strings of a format or pattern under a
 length bound whose cut is past its budget (then the intersection: 17-38 ms
-each before the cut paid for its loops up front, in 12 MaskBench schemas). Run with
+each before the cut paid for its loops up front, in 12 MaskBench schemas), and
+30 open objects' other member names (a trie's piece per object). Run with
 ``pytest benchmarks/bench_lowering.py --benchmark-only``.
 """
 
@@ -61,3 +62,59 @@ def test_lower_a_string_under_a_length_bound(benchmark, name):
     spec = ca.JsonSchema(LENGTH_CUTS[name])
     lowered = benchmark.pedantic(lambda: ca.lower(spec), setup=_spec_cleared, rounds=7)
     assert has_lookaround(lowered.node)  # the intersection: the cut did not fit
+
+
+#: 30 open objects of 6 declared members each (names as real schemas spell
+#: them): each object's other members are the strings but its own names,
+#: a piece built from the names' trie (16 % of a MaskBench schema's time to
+#: first mask on domino, before it took one walk of the trie for AST and text).
+_WORDS = [
+    "name",
+    "id",
+    "type",
+    "description",
+    "value",
+    "kind",
+    "apiVersion",
+    "metadata",
+    "spec",
+    "status",
+    "labels",
+    "annotations",
+    "namespace",
+    "items",
+    "version",
+    "title",
+    "enabled",
+    "count",
+    "url",
+    "path",
+    "port",
+    "host",
+    "timeout",
+    "retries",
+    "image",
+    "command",
+    "args",
+    "env",
+    "volumes",
+    "mounts",
+    "selector",
+    "replicas",
+]
+OPEN_OBJECTS = {
+    "type": "object",
+    "properties": {
+        f"part{i}": {
+            "type": "object",
+            "properties": {_WORDS[(i * 7 + j) % len(_WORDS)]: {"type": "string"} for j in range(6)},
+        }
+        for i in range(30)
+    },
+}
+
+
+def test_lower_open_objects_member_names(benchmark):
+    spec = ca.JsonSchema(OPEN_OBJECTS)
+    lowered = benchmark.pedantic(lambda: ca.lower(spec), setup=_spec_cleared, rounds=7)
+    assert lowered.ir.terminals  # a grammar: open objects take any JSON value

@@ -662,6 +662,33 @@ def test_string_not_in_text_and_ast_agree(excluded: list[str]) -> None:
     assert concatenable(text) == text
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(alphabet="abcz_0", max_size=5), max_size=7), st.booleans())
+def test_plain_names_in_one_walk_are_the_two_walks_pieces(
+    excluded: list[str], gather_wide: bool
+) -> None:
+    """Names with no escaped and no non-ASCII character (nearly every
+    object's) take one walk of their trie for AST and text together; it
+    gives what the general walks give: ``diverge`` and ``ends`` equal node
+    for node, and the same text pieces."""
+    from constrain_api.jsonschema import strings
+
+    trie: dict = {}
+    for name in excluded:
+        node = trie
+        for ch in name:
+            node = node.setdefault(ch, {})
+        node[None] = True
+    diverge, path, wide, ends = strings._not_in(trie, gather_wide, False, False, {})
+    one_walk = strings._not_in_plain(trie, gather_wide, {})
+    assert (path, wide) == (strings._VOID, strings._VOID)
+    assert (one_walk[0], one_walk[1]) == (diverge, ends)
+    assert repr(one_walk[:2]) == repr((diverge, ends))
+    assert (one_walk[2], None, None, one_walk[3]) == strings._not_in_text(
+        trie, gather_wide, False, False
+    )
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.text(alphabet='ab"\\é', max_size=4), max_size=6),
