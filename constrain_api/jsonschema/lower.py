@@ -426,10 +426,14 @@ class Lowerer:
             for b in branches
             if ("enum" in b or "const" in b) and not (legacy and "$ref" in b)
         ]
-        rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
-        if not lists and not _has_marker(s):
+        if not lists:
+            # (the union's cheap test first: the marker search walks the
+            # whole sub-schema, at every level of a nested schema)
+            if not _is_finite_union(s) or _has_marker(s):
+                return None
             return self._finite_union(s, where)
-        if not lists or not can_reject(rest) or _has_marker(s):
+        rest = {k: v for k, v in s.items() if k not in ("enum", "const")}
+        if not can_reject(rest) or _has_marker(s):
             return None  # (nothing to decide, or the usual path decides it alike)
         listing, values = min(lists, key=lambda pair: len(pair[1]))
         if len(values) > _MAX_FINITE:
@@ -450,11 +454,10 @@ class Lowerer:
         ``not``, dependencies): its values are among the branches' lists,
         each kept where the validator accepts it under the whole schema.
         ``None`` elsewhere (the usual path decides it)."""
-        branches = _union_branches(s)
-        if not branches or not {"if", "then", "else", "not", *DEPENDENCIES} & set(s):
+        if not _is_finite_union(s):
             return None
         values: dict[Any, Any] = {}
-        for branch in branches:
+        for branch in _union_branches(s):
             listed = listed_values(self._resolved(branch, where))
             if listed is None:
                 return None
@@ -1884,6 +1887,12 @@ def _any_value_rules(ws: Rx) -> tuple[tuple[str, Expr], ...]:
 
 
 core_cache("json any-value rules", _any_value_rules)
+
+
+def _is_finite_union(s: dict) -> bool:
+    """Whether ``_finite_union`` may apply: ``anyOf``/``oneOf`` branches
+    beside keywords the usual path reads only in parts."""
+    return bool(_union_branches(s)) and bool({"if", "then", "else", "not", *DEPENDENCIES} & set(s))
 
 
 def _has_marker(x: Any) -> bool:
