@@ -91,7 +91,7 @@ from .keywords import (
     count_keyword,
     keywords_of,
 )
-from .refs import SCHEMA_KEYWORDS, SchemaIndex, join_pointer
+from .refs import SCHEMA_KEYWORDS, SchemaIndex, join_pointer, subschemas
 from .values import (
     EVERY_TYPE,
     declared_types,
@@ -283,21 +283,33 @@ class Lowerer:
         draft's validator ignores it, the lowering would apply it, and its
         author likely meant the other draft, so it is refused by name
         rather than either. ``additionalItems`` in 2020-12 is ignored by
-        both (read only beside a list ``items``, which 2020-12 forbids)."""
-        draft = self.draft
-        own = keywords_of(draft)
-        for pointer in self.index.bases:
-            node = self.index.at(pointer, self.root)
-            if not isinstance(node, dict):
+        both (read only beside a list ``items``, which 2020-12 forbids).
+        Every schema of the document is read (``subschemas``: also beside a
+        ``$ref``, where drafts up to 7 stop the reference index's walk, so
+        the ``definitions`` beside a root ``$ref`` went unread and draft 7's
+        ``unevaluatedProperties: false`` there was applied), and every
+        schema a ``$ref`` reaches elsewhere (under an unknown keyword)."""
+        own = keywords_of(self.draft)
+        read: set[str] = set()  # (the pointers read: a target read already is not again)
+        todo = [""]
+        while todo:
+            start = todo.pop()
+            if start in read:
                 continue
-            for key in node:
-                if key in DRAFT_KEYWORDS and key not in own:
-                    raise _unsupported(
-                        key,
-                        pointer,
-                        f"not a keyword of the schema's draft ({draft.__name__}); refused "
-                        "rather than ignored, since its author likely meant another draft's",
-                    )
+            for pointer, node in subschemas(self.index.at(start, self.root), start):
+                read.add(pointer)
+                for key in node:
+                    if key in DRAFT_KEYWORDS and key not in own:
+                        raise _unsupported(
+                            key,
+                            pointer,
+                            f"not a keyword of the schema's draft ({self.draft.__name__}); "
+                            "refused rather than ignored, since its author likely meant "
+                            "another draft's",
+                        )
+                ref = node.get("$ref")
+                if isinstance(ref, str) and ref.startswith("#") and ref[1:] not in read:
+                    todo.append(ref[1:])
 
     def lower(self, schema: Any, where: str) -> Expr:
         """The expression of ``schema`` (found at ``where``)."""

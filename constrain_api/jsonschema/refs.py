@@ -12,6 +12,7 @@ they apply together with the reference.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
@@ -137,6 +138,31 @@ class SchemaIndex:
         except jsonschema.SchemaError as e:
             inner = join_pointer(where, *e.absolute_path)
             raise ConstraintError("json schema", e.message, inner or "/") from None
+
+
+def subschemas(node: Any, pointer: str = "") -> Iterator[tuple[str, dict]]:
+    """``node`` and every schema inside it through the schema keywords
+    (``SCHEMA_KEYWORDS``), as ``(pointer, schema)``, objects only, depth
+    first; siblings of a ``$ref`` included (the drafts that ignore them
+    still hold schemas there, ``definitions`` that references reach)."""
+    todo = [(pointer, node)]
+    while todo:
+        here, node = todo.pop()
+        if not isinstance(node, dict):
+            continue
+        yield here, node
+        inside: list[tuple[str, Any]] = []
+        for key, shape in SCHEMA_KEYWORDS.items():
+            if key not in node:
+                continue
+            value, at = node[key], join_pointer(here, key)
+            if shape == "map" and isinstance(value, dict):
+                inside += [(join_pointer(at, name), sub) for name, sub in value.items()]
+            elif shape in ("list", "schema_or_list") and isinstance(value, list):
+                inside += [(join_pointer(at, i), sub) for i, sub in enumerate(value)]
+            elif shape in ("schema", "schema_or_list"):
+                inside.append((at, value))
+        todo += reversed(inside)  # (popped in the keywords' order: pre-order)
 
 
 def _through_schema_keywords(root: Any, pointer: str) -> bool:

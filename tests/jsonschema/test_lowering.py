@@ -888,6 +888,24 @@ DRAFT_4 = "http://json-schema.org/draft-04/schema#"
             {"dependencies": {"a": {"properties": {"a": {"unevaluatedProperties": False}}}}},
             "unevaluatedProperties",
         ),
+        # (in the definitions beside a root $ref, which up to draft 7 the
+        # reference index does not walk: applied, so {"a": 1} was refused,
+        # found by a longer run of test_differential's draft-7 schemas)
+        (
+            DRAFT_7,
+            {
+                "definitions": {"x": {"anyOf": [{"unevaluatedProperties": False}]}},
+                "$ref": "#/definitions/x",
+            },
+            "unevaluatedProperties",
+        ),
+        (
+            DRAFT_7,
+            {"definitions": {"x": {"prefixItems": [{}]}}, "$ref": "#/definitions/x"},
+            "prefixItems",
+        ),
+        # (a schema reached only by a reference, under an unknown keyword)
+        (DRAFT_4, {"x-types": {"a": {"const": 1}}, "items": {"$ref": "#/x-types/a"}}, "const"),
     ],
 )
 def test_a_keyword_of_another_draft_is_refused_by_name(meta, body, keyword):
