@@ -558,8 +558,8 @@ def _not_in_plain(
     walk, where neither the escaped nor the gathered non-ASCII branches need
     a trie path (``paths`` and ``wide`` false: no excluded string has such a
     character, as for nearly every object's member names). The same nodes
-    (from ``shared`` alike) and the same text as the two walks give: half
-    the work of the commonest piece of a schema's lowering."""
+    (from ``shared`` alike) and the same text as the two walks give, in a
+    fifth less time (the commonest piece of a schema's lowering)."""
     kids = sorted(c for c in trie if c is not None)
     here = _leaving(tuple(kids), gather_wide)[0]
     here_text = _leaving_text(tuple(kids), gather_wide)[0]
