@@ -20,6 +20,7 @@ import jsonschema
 
 from ..errors import ConstraintError, UnsupportedConstraint
 from .refs import index_schema
+from .values import is_valid
 
 __all__ = ["instance_text"]
 
@@ -154,8 +155,8 @@ def _valid(index, schema, instance) -> bool:
         cls = jsonschema.validators.validator_for(
             index.root, default=jsonschema.Draft202012Validator
         )
-        return cls(index.root).evolve(schema=schema).is_valid(instance)
-    except Exception:  # an unresolvable reference: not this branch
+        return is_valid(cls(index.root).evolve(schema=schema), instance)
+    except Exception:  # an unresolvable reference, a validation that never ends: not this branch
         return False
 
 

@@ -94,6 +94,7 @@ from .keywords import (
 from .refs import SCHEMA_KEYWORDS, SchemaIndex, join_pointer, subschemas
 from .values import (
     EVERY_TYPE,
+    Judge,
     declared_types,
     enum_values,
     json_equal,
@@ -1340,9 +1341,10 @@ class Lowerer:
             self.root, default=jsonschema.Draft202012Validator
         )
 
-    def _validator_for(self, schema: Any) -> Any:
+    def _validator_for(self, schema: Any) -> Judge:
         """A ``jsonschema`` validator of ``schema`` (a part of this document)
-        for the document's draft; the registry of the document is made once."""
+        for the document's draft; the registry of the document is made once.
+        A validation that never ends raises ``RecursionError`` (``Judge``)."""
         if self._validation is None:
             root = _absolute_refs(self.root)
             resource = referencing.Resource.from_contents(
@@ -1355,7 +1357,7 @@ class Lowerer:
         cls, registry, checker = self._validation
         if isinstance(schema, bool):  # (drafts before 6 have no boolean schemas)
             schema = {} if schema else {"not": {}}
-        return cls(_absolute_refs(schema), registry=registry, format_checker=checker)
+        return Judge(cls(_absolute_refs(schema), registry=registry, format_checker=checker))
 
     def _judged(self, schema: Any, values: list) -> list:
         """The ``values`` that ``schema`` (a part of this document) accepts,

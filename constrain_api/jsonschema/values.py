@@ -134,3 +134,32 @@ __all__ = [
     "value_type",
     "value_types",
 ]
+
+
+def is_valid(validator: Any, instance: Any) -> bool:
+    """``validator.is_valid(instance)``, where a validation that never ends
+    (a schema that refers back to itself through no instance keyword, as
+    ``if``/``then`` with a ``$ref`` can) raises ``RecursionError`` however
+    deep it stopped: inside the reference registry's Rust maps (``rpds``),
+    Python's ``RecursionError`` comes out as pyo3's ``PanicException``, a
+    ``BaseException`` that the callers' ``except Exception`` let through."""
+    try:
+        return validator.is_valid(instance)
+    except Exception:
+        raise
+    except BaseException as e:
+        if type(e).__name__ != "PanicException":
+            raise
+        raise RecursionError("the validator recursed without end") from None
+
+
+class Judge:
+    """A ``jsonschema`` validator whose ``is_valid`` is :func:`is_valid`."""
+
+    __slots__ = ("validator",)
+
+    def __init__(self, validator: Any) -> None:
+        self.validator = validator
+
+    def is_valid(self, instance: Any) -> bool:
+        return is_valid(self.validator, instance)
