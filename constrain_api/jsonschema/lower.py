@@ -91,7 +91,15 @@ from .keywords import (
     count_keyword,
     keywords_of,
 )
-from .refs import SCHEMA_KEYWORDS, SchemaIndex, join_pointer, subschemas
+from .refs import (
+    SCHEMA_KEYWORDS,
+    SchemaIndex,
+    grafted,
+    join_pointer,
+    pointer_tokens,
+    subschemas,
+    through_schema_keywords,
+)
 from .values import (
     EVERY_TYPE,
     Judge,
@@ -2249,7 +2257,12 @@ def _fragment(pointer: str) -> str:
 
 def rewrite_refs(index: SchemaIndex) -> Any:
     """A copy of the document with every ``$ref`` as ``#<pointer>`` (resolved
-    once, base URIs and anchors applied; unresolvable ones as ``!<ref>``)."""
+    once, base URIs and anchors applied; unresolvable ones as ``!<ref>``):
+    those of the schemas the schema keywords hold, and those of the schemas
+    references reach elsewhere (under an unknown keyword: ``#/x-types/a``),
+    which are read as schemas too (their ``#anchor`` or ``%20`` references
+    once reached the lowering as they were written, a bare ``ValueError``)."""
+    elsewhere: list[str] = []  # targets off the schema keywords' paths
 
     def walk(node: Any, pointer: str) -> Any:
         if not isinstance(node, dict):
@@ -2265,9 +2278,13 @@ def rewrite_refs(index: SchemaIndex) -> Any:
             )
         if isinstance(node.get("$ref"), str):
             try:
-                out["$ref"] = "#" + index.resolve(node["$ref"], pointer)
+                target = index.resolve(node["$ref"], pointer)
             except UnsupportedConstraint:
                 out["$ref"] = "!" + node["$ref"]
+            else:
+                out["$ref"] = "#" + target
+                if not through_schema_keywords(index.root, target):
+                    elsewhere.append(target)
         for key, shape in SCHEMA_KEYWORDS.items():
             if key not in node:
                 continue
@@ -2281,7 +2298,15 @@ def rewrite_refs(index: SchemaIndex) -> Any:
                 out[key] = walk(value, here)
         return out
 
-    return walk(index.root, "")
+    document = walk(index.root, "")
+    rewritten: dict[str, Any] = {}
+    while elsewhere:  # (their own references may reach further)
+        target = elsewhere.pop()
+        if target not in rewritten:
+            rewritten[target] = walk(index.at(target), target)
+    for target in sorted(rewritten, key=lambda p: len(pointer_tokens(p))):  # (outer first)
+        document = grafted(document, target, rewritten[target])
+    return document
 
 
 __all__ = ["Lowerer", "NotRegular", "Options", "rewrite_refs"]

@@ -109,7 +109,7 @@ class SchemaIndex:
                 raise ConstraintError(
                     "json schema", f"$ref {ref!r} points nowhere", pointer or "/"
                 ) from None
-            if not _through_schema_keywords(self.root, where):
+            if not through_schema_keywords(self.root, where):
                 self._check_unread(target, where)
             return where
         anchor = f"{doc}#{fragment}"
@@ -165,7 +165,20 @@ def subschemas(node: Any, pointer: str = "") -> Iterator[tuple[str, dict]]:
         todo += reversed(inside)  # (popped in the keywords' order: pre-order)
 
 
-def _through_schema_keywords(root: Any, pointer: str) -> bool:
+def grafted(doc: Any, pointer: str, value: Any) -> Any:
+    """A copy of ``doc`` with ``value`` at ``pointer`` (which must exist):
+    the containers on the way are copied, ``doc`` itself is left alone."""
+    tokens = pointer_tokens(pointer)
+    if not tokens:
+        return value
+    rest = join_pointer("", *tokens[1:])
+    if isinstance(doc, list):
+        i = int(tokens[0])
+        return [*doc[:i], grafted(doc[i], rest, value), *doc[i + 1 :]]
+    return {**doc, tokens[0]: grafted(doc[tokens[0]], rest, value)}
+
+
+def through_schema_keywords(root: Any, pointer: str) -> bool:
     """Whether ``pointer`` leads from ``root`` through schema keywords only
     (``/properties/a/items``), so that the meta-schema check read the
     schema there; ``False`` where it passes an unknown keyword (``/x-types/a``)."""

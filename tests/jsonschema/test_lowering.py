@@ -280,6 +280,28 @@ def test_a_reference_to_a_malformed_schema_the_meta_check_never_read_is_an_error
     assert judged_by_the_validator(fine, [{"a": 1}, {"a": "1"}, {}]) == [True, False, True]
 
 
+@pytest.mark.parametrize(
+    "inner",
+    [
+        "#foo",  # an anchor
+        "#/$defs/a%20b",  # a percent-encoded pointer
+        "#/x-types/b",  # another schema under the unknown keyword, itself a reference
+    ],
+)
+def test_references_inside_a_schema_only_a_reference_reaches_are_resolved(inner):
+    """A schema under an unknown keyword, reached by a ``$ref``, is read as a
+    schema: its own references are resolved as every other one (they
+    reached the lowering as written: a bare ``ValueError`` for the anchor,
+    a ``KeyError`` for the encoded pointer)."""
+    schema = {
+        "x-types": {"a": {"$ref": inner}, "b": {"$ref": "#/$defs/a%20b"}},
+        "properties": {"p": {"$ref": "#/x-types/a"}},
+        "$defs": {"a b": {"$anchor": "foo", "type": "string"}},
+    }
+    assert judged_by_the_validator(schema, [{"p": "x"}, {"p": 1}, {}]) == [True, False, True]
+    assert schema["x-types"]["a"] == {"$ref": inner}  # (the document is left as it was)
+
+
 def test_recursion_through_a_ref_merged_with_its_siblings_is_a_rule():
     """A ``$ref`` with sibling keywords (draft 2020-12 applies both) is
     merged into one schema; when that schema holds itself again (the
