@@ -98,7 +98,6 @@ from .refs import (
     join_pointer,
     pointer_tokens,
     subschemas,
-    through_schema_keywords,
 )
 from .values import (
     EVERY_TYPE,
@@ -297,16 +296,10 @@ class Lowerer:
         ``$ref``, where drafts up to 7 stop the reference index's walk, so
         the ``definitions`` beside a root ``$ref`` went unread and draft 7's
         ``unevaluatedProperties: false`` there was applied), and every
-        schema a ``$ref`` reaches elsewhere (under an unknown keyword)."""
+        schema a ``$ref`` reaches off those paths (``SchemaIndex.off_path``)."""
         own = keywords_of(self.draft)
-        read: set[str] = set()  # (the pointers read: a target read already is not again)
-        todo = [""]
-        while todo:
-            start = todo.pop()
-            if start in read:
-                continue
+        for start in ("", *sorted(self.index.off_path)):
             for pointer, node in subschemas(self.index.at(start, self.root), start):
-                read.add(pointer)
                 for key in node:
                     if key in DRAFT_KEYWORDS and key not in own:
                         raise _unsupported(
@@ -316,9 +309,6 @@ class Lowerer:
                             "refused rather than ignored, since its author likely meant "
                             "another draft's",
                         )
-                ref = node.get("$ref")
-                if isinstance(ref, str) and ref.startswith("#") and ref[1:] not in read:
-                    todo.append(ref[1:])
 
     def lower(self, schema: Any, where: str) -> Expr:
         """The expression of ``schema`` (found at ``where``)."""
@@ -2262,7 +2252,6 @@ def rewrite_refs(index: SchemaIndex) -> Any:
     references reach elsewhere (under an unknown keyword: ``#/x-types/a``),
     which are read as schemas too (their ``#anchor`` or ``%20`` references
     once reached the lowering as they were written, a bare ``ValueError``)."""
-    elsewhere: list[str] = []  # targets off the schema keywords' paths
 
     def walk(node: Any, pointer: str) -> Any:
         if not isinstance(node, dict):
@@ -2278,13 +2267,9 @@ def rewrite_refs(index: SchemaIndex) -> Any:
             )
         if isinstance(node.get("$ref"), str):
             try:
-                target = index.resolve(node["$ref"], pointer)
+                out["$ref"] = "#" + index.resolve(node["$ref"], pointer)
             except UnsupportedConstraint:
                 out["$ref"] = "!" + node["$ref"]
-            else:
-                out["$ref"] = "#" + target
-                if not through_schema_keywords(index.root, target):
-                    elsewhere.append(target)
         for key, shape in SCHEMA_KEYWORDS.items():
             if key not in node:
                 continue
@@ -2299,10 +2284,9 @@ def rewrite_refs(index: SchemaIndex) -> Any:
         return out
 
     document = walk(index.root, "")
-    rewritten: dict[str, Any] = {}
-    while elsewhere:  # (their own references may reach further)
-        target = elsewhere.pop()
-        if target not in rewritten:
+    rewritten: dict[str, Any] = {}  # the targets off the paths (``index.off_path``)
+    while pending := sorted(index.off_path.difference(rewritten)):
+        for target in pending:  # (their own references may reach further)
             rewritten[target] = walk(index.at(target), target)
     for target in sorted(rewritten, key=lambda p: len(pointer_tokens(p))):  # (outer first)
         document = grafted(document, target, rewritten[target])

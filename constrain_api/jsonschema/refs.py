@@ -73,7 +73,9 @@ class SchemaIndex:
     legacy_ref: bool
     ids: dict[str, str] = field(default_factory=dict)  # absolute URI → pointer
     bases: dict[str, str] = field(default_factory=dict)  # pointer → base URI
-    checked: set[str] = field(default_factory=set)  # targets outside the walk, found valid
+    #: the targets a ``$ref`` reaches off the schema keywords' paths (under an
+    #: unknown keyword), each checked against the draft's meta-schema once
+    off_path: set[str] = field(default_factory=set)
 
     def at(self, pointer: str, root: Any = None) -> Any:
         """The schema at ``pointer`` (in ``root``, default the indexed one)."""
@@ -109,7 +111,7 @@ class SchemaIndex:
                 raise ConstraintError(
                     "json schema", f"$ref {ref!r} points nowhere", pointer or "/"
                 ) from None
-            if not through_schema_keywords(self.root, where):
+            if not _through_schema_keywords(self.root, where):
                 self._check_unread(target, where)
             return where
         anchor = f"{doc}#{fragment}"
@@ -123,9 +125,9 @@ class SchemaIndex:
         unknown keyword's value, ``{"x-types": {"a": {...}}}``) reaches a
         schema the meta-schema check never read, and a malformed one there
         (``required: [[]]``) raised bare ``TypeError``s in the lowering."""
-        if where in self.checked:
+        if where in self.off_path:
             return
-        self.checked.add(where)
+        self.off_path.add(where)
         draft = self.root.get("$schema") if isinstance(self.root, dict) else None
         if isinstance(target, dict) and _meta_valid_fast(
             target if draft is None else {**target, "$schema": draft}
@@ -178,7 +180,7 @@ def grafted(doc: Any, pointer: str, value: Any) -> Any:
     return {**doc, tokens[0]: grafted(doc[tokens[0]], rest, value)}
 
 
-def through_schema_keywords(root: Any, pointer: str) -> bool:
+def _through_schema_keywords(root: Any, pointer: str) -> bool:
     """Whether ``pointer`` leads from ``root`` through schema keywords only
     (``/properties/a/items``), so that the meta-schema check read the
     schema there; ``False`` where it passes an unknown keyword (``/x-types/a``)."""

@@ -123,19 +123,6 @@ def _type_name(v: Any) -> str:
     return "array" if isinstance(v, list) else "object"
 
 
-__all__ = [
-    "EVERY_TYPE",
-    "declared_types",
-    "enum_values",
-    "json_equal",
-    "json_key",
-    "listed_values",
-    "types_of",
-    "value_type",
-    "value_types",
-]
-
-
 def is_valid(validator: Any, instance: Any) -> bool:
     """``validator.is_valid(instance)``, where a validation that never ends
     (a schema that refers back to itself through no instance keyword, as
@@ -163,3 +150,18 @@ class Judge:
 
     def is_valid(self, instance: Any) -> bool:
         return is_valid(self.validator, instance)
+
+
+__all__ = [
+    "EVERY_TYPE",
+    "Judge",
+    "declared_types",
+    "enum_values",
+    "is_valid",
+    "json_equal",
+    "json_key",
+    "listed_values",
+    "types_of",
+    "value_type",
+    "value_types",
+]
