@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 
 from ..errors import ConstraintError, UnsupportedConstraint
+from .keywords import members_named
 from .refs import index_schema
 from .values import is_valid
 
@@ -67,7 +68,9 @@ def _others_named(index, schema, pointer, instance, depth) -> list[str]:
     names: list[str] = []
 
     def add(named: list) -> None:
-        names.extend(n for n in named if isinstance(n, str) and n not in names)
+        for n in named:  # ("\0": a name members_named cannot know, where the lowering refuses)
+            if isinstance(n, str) and n != "\0" and n not in names:
+                names.append(n)
 
     def members(part: Any) -> list:
         if not isinstance(part, dict):
@@ -77,7 +80,9 @@ def _others_named(index, schema, pointer, instance, depth) -> list[str]:
     for key in ("dependencies", "dependentRequired", "dependentSchemas"):
         entries = schema.get(key)
         for name, dep in entries.items() if isinstance(entries, dict) else ():
-            add([name, *(dep if isinstance(dep, list) else members(dep))])
+            # (a dependent schema's branches name members too: the lowering
+            # declares them all, in this order)
+            add([name, *(dep if isinstance(dep, list) else members_named(dep))])
     for key in ("if", "then", "else"):
         add(members(schema.get(key)))
     branches = schema.get("oneOf", [])

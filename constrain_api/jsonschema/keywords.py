@@ -75,6 +75,35 @@ def can_reject(s: dict) -> bool:
     return any(k in _HANDLED or k in REFUSED or k.startswith("__") for k in s)
 
 
+#: Applicators whose branches :func:`members_named` reads (the members they
+#: name are their branches').
+_NAMING_BRANCHES = {"allOf": list, "anyOf": list, "oneOf": list, "not": dict,
+                    "if": dict, "then": dict, "else": dict}  # fmt: skip
+
+
+def members_named(dep: Any, depth: int = 0) -> list[str]:
+    """The members a dependent schema names (``properties``, ``required``,
+    and those its ``allOf``/``anyOf``/``oneOf``/``not``/conditional
+    branches name, in order); one that could name others elsewhere (a
+    reference, a pattern, names' schemas) names ``"\0"``, which no schema lists."""
+    if not isinstance(dep, dict):
+        return []
+    naming = APPLICATORS | set(DEPENDENCIES) | {
+        "patternProperties", "propertyNames", "unevaluatedProperties",
+    }  # fmt: skip
+    branches: list[Any] = []
+    for k in dep:
+        if k not in naming or not can_reject({k: dep[k]}):
+            continue
+        kind = _NAMING_BRANCHES.get(k)
+        if kind is None or not isinstance(dep[k], kind) or depth >= 8:
+            return ["\0"]
+        branches += dep[k] if kind is list else [dep[k]]
+    properties = dep.get("properties", {})
+    own = [*(properties if isinstance(properties, dict) else ["\0"]), *dep.get("required", [])]
+    return own + [n for b in branches for n in members_named(b, depth + 1)]
+
+
 def count_keyword(s: dict, key: str, default: int | None = None) -> int | None:
     """A count keyword as an int (``2.0`` is a valid count)."""
     value = s.get(key, default)

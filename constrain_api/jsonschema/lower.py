@@ -90,6 +90,7 @@ from .keywords import (
     can_reject,
     count_keyword,
     keywords_of,
+    members_named,
 )
 from .refs import (
     SCHEMA_KEYWORDS,
@@ -1298,7 +1299,7 @@ class Lowerer:
                     asked = [name, *dep]
                 elif key != "dependentRequired" and isinstance(dep, dict | bool):
                     present = {"allOf": [{"required": [name]}, dep]}
-                    asked = [name, *_members_named(dep)]
+                    asked = [name, *members_named(dep)]
                 else:
                     break  # malformed: refused as a whole
                 if not isinstance(declared, dict) or "\0" in asked:
@@ -2195,35 +2196,6 @@ def _union_branches(s: dict) -> list:
     """The branches of ``s``'s ``anyOf`` (else its ``oneOf``)."""
     branches = s.get("anyOf", s.get("oneOf", []))
     return branches if isinstance(branches, list) else []
-
-
-#: Applicators whose branches ``_members_named`` reads (the members they
-#: name are their branches').
-_NAMING_BRANCHES = {"allOf": list, "anyOf": list, "oneOf": list, "not": dict,
-                    "if": dict, "then": dict, "else": dict}  # fmt: skip
-
-
-def _members_named(dep: Any, depth: int = 0) -> list[str]:
-    """The members a dependent schema names (``properties``, ``required``,
-    and those its ``allOf``/``anyOf``/``oneOf``/``not``/conditional
-    branches name, in order); one that could name others elsewhere (a
-    reference, a pattern, names' schemas) names ``"\0"``, which no schema lists."""
-    if not isinstance(dep, dict):
-        return []
-    naming = APPLICATORS | set(DEPENDENCIES) | {
-        "patternProperties", "propertyNames", "unevaluatedProperties",
-    }  # fmt: skip
-    branches: list[Any] = []
-    for k in dep:
-        if k not in naming or not can_reject({k: dep[k]}):
-            continue
-        kind = _NAMING_BRANCHES.get(k)
-        if kind is None or not isinstance(dep[k], kind) or depth >= 8:
-            return ["\0"]
-        branches += dep[k] if kind is list else [dep[k]]
-    properties = dep.get("properties", {})
-    own = [*(properties if isinstance(properties, dict) else ["\0"]), *dep.get("required", [])]
-    return own + [n for b in branches for n in _members_named(b, depth + 1)]
 
 
 def _absolute_refs(node: Any) -> Any:

@@ -2402,6 +2402,34 @@ def test_a_dependent_schema_whose_branches_name_the_members():
                         True, False, True, False, False]  # fmt: skip
 
 
+def test_instance_text_orders_the_members_a_dependent_schema_s_branches_name():
+    """``instance_text`` puts the members a dependent schema's branches name
+    where the lowering declares them (after the schema's own, in the order
+    the dependency names them), not in the instance's order: it read the
+    dependent schema's own ``properties``/``required`` only, so these valid
+    instances, spelled with an undeclared member first, were refused (found
+    by an unseeded run of the differential test with non-ASCII names)."""
+    schema = {
+        "properties": {"id": {"type": "integer"}},
+        "dependentSchemas": {
+            "é": {"oneOf": [{"type": "null"},
+                            {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}]},
+            "c": {"allOf": [{"properties": {"d": {"type": "string"}}}]},
+        },
+    }  # fmt: skip
+    instances = [
+        {'q"': None, "a": "é"},
+        {"x": 1, "b": 2, "a": 1, "id": 3},
+        {"x": 1, "é": 0, "b": 2},
+        {"x": 1, "é": 0},
+        {"x": 1, "d": "s", "c": 0, "é": 0, "a": 1},
+        {"x": 1, "d": 2, "c": 0},
+    ]
+    verdicts = judged_by_the_validator(schema, instances)
+    assert verdicts == [True, True, True, False, True, False]
+    assert instance_text(schema, instances[4]) == '{"é":0,"a":1,"c":0,"d":"s","x":1}'
+
+
 def test_a_oneof_beside_dependencies_still_pending_in_an_untyped_schema():
     """A dependent ``oneOf`` listed before another dependency, in a schema
     with no ``type``: when the ``oneOf`` is lowered, its branches hold the
