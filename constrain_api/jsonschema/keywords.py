@@ -37,8 +37,12 @@ DEPENDENCIES = ("dependencies", "dependentRequired", "dependentSchemas")
 
 def keywords_of(draft: Any) -> frozenset[str]:
     """The keywords a ``jsonschema`` validator class's draft defines (its
-    ``minContains``/``maxContains`` are read inside ``contains``)."""
+    ``minContains``/``maxContains`` are read inside ``contains``; draft 4's
+    boolean ``exclusiveMinimum``/``exclusiveMaximum`` inside ``minimum``/
+    ``maximum``)."""
     extra = {"minContains", "maxContains"} if "unevaluatedItems" in draft.VALIDATORS else set()
+    if "exclusiveMinimum" not in draft.VALIDATORS and "minimum" in draft.VALIDATORS:
+        extra |= {"exclusiveMinimum", "exclusiveMaximum"}
     return frozenset(draft.VALIDATORS) | extra
 
 

@@ -1356,6 +1356,8 @@ class Lowerer:
         cls, registry, checker = self._validation
         if isinstance(schema, bool):  # (drafts before 6 have no boolean schemas)
             schema = {} if schema else {"not": {}}
+        if "exclusiveMinimum" not in cls.VALIDATORS:  # (draft 4: flags of minimum/maximum)
+            schema = _flagged_bounds(schema)
         return Judge(cls(_absolute_refs(schema), registry=registry, format_checker=checker))
 
     def _judged(self, schema: Any, values: list) -> list:
@@ -2196,6 +2198,33 @@ def _union_branches(s: dict) -> list:
     """The branches of ``s``'s ``anyOf`` (else its ``oneOf``)."""
     branches = s.get("anyOf", s.get("oneOf", []))
     return branches if isinstance(branches, list) else []
+
+
+def _flagged_bounds(node: Any) -> Any:
+    """``node`` with the lowering's own exclusive bounds (a number, as
+    draft 6 on writes them: the ways a value fails listed numbers or
+    bounds) in draft 4's words, ``minimum`` and the flag ``exclusiveMinimum:
+    true`` in an ``allOf`` beside, for a draft-4 validator, which reads a
+    number there as a flag and the bound as absent. A document of draft 4
+    has no such number of its own (its meta-schema refuses it). Listed
+    values are left as they are."""
+    if isinstance(node, list):
+        return [_flagged_bounds(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict = {}
+    flagged = []
+    for key, value in node.items():
+        bound = {"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}.get(key)
+        if bound and isinstance(value, int | float) and not isinstance(value, bool):
+            flagged.append({bound: value, key: True})
+        elif key in ("enum", "const", "default", "examples"):
+            out[key] = value
+        else:
+            out[key] = _flagged_bounds(value)
+    if flagged:
+        out["allOf"] = [*out.get("allOf", []), *flagged]
+    return out
 
 
 def _absolute_refs(node: Any) -> Any:

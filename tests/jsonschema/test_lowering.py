@@ -982,6 +982,38 @@ def test_keywords_of_the_draft_and_those_ignored_alike_still_lower():
     )
 
 
+def test_draft_4_s_exclusive_flags_are_its_keywords():
+    """Draft 4's ``exclusiveMinimum``/``exclusiveMaximum`` are flags its
+    validator reads inside ``minimum``/``maximum`` (not keywords of its own
+    in ``jsonschema``'s table): they were refused as another draft's."""
+    judged_by_the_validator(
+        {"$schema": DRAFT_4, "type": "number", "minimum": 5, "exclusiveMinimum": True,
+         "maximum": 7, "exclusiveMaximum": False},
+        [4, 5, 5.5, 7, 7.5, "a"],
+    )  # fmt: skip
+    judged_by_the_validator(
+        {"$schema": DRAFT_4, "items": {"maximum": 0, "exclusiveMaximum": True}}, [[-1], [0], []]
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"oneOf": [{"enum": [0]}, {"anyOf": [{"enum": [0]}, {"type": "null"}]}]},
+        {"oneOf": [{"enum": [0, 2]}, {"anyOf": [{"enum": [2, 3]}, {"type": "boolean"}]}]},
+        {"oneOf": [{"enum": [1, 4]}, {"anyOf": [{"minimum": 2, "maximum": 5}, {"type": "null"}]}]},
+    ],
+)
+def test_a_draft_4_oneof_judged_with_its_own_bounds(body):
+    """The ways a number fails listed values or bounds are the lowering's
+    own schemas, with exclusive bounds as numbers (draft 6 on); a draft-4
+    validator judging the listed values beside them read those numbers as
+    flags and no bound, so in draft 4 ``0`` passed both branches' ``enum``
+    and was taken (found by an unseeded run of the differential test in
+    draft 4's words). The validator now gets them as draft 4 writes them."""
+    judged_by_the_validator({"$schema": DRAFT_4, **body}, [0, 1, 1.5, 2, 3, 4, 5, None, True])
+
+
 def test_dependencies_still_refused():
     """``dependencies`` under draft 2020-12 (no ``$schema``) is not a
     keyword there: refused by name rather than ignored. More than six
