@@ -131,6 +131,29 @@ def test_ignore_is_honoured(naive):
     assert assert_masks_match(compiled, expectation(language, vocab), depth=2) > 10
 
 
+@pytest.mark.parametrize(
+    ("grammar", "text"),
+    [
+        ('start: "a"\n%ignore /\\/\\/[^\\n]*/', "//a"),
+        ('start: SP\nSP: " "\n%import common.WS\n%ignore WS', "\t "),
+    ],
+)
+def test_an_ignored_terminal_takes_any_of_its_matches(naive, grammar, text):
+    """The language skips any match of an ``%ignore``d terminal, where
+    lark's Earley parser skips only its longest one at a position (a lexer
+    policy, docs/architecture.md): ``//a`` is the comment ``//`` then
+    ``a`` here, a comment alone for lark; a tab then the terminal ``SP``,
+    where lark's whitespace takes both characters."""
+    vocab = make_vocab("".join(sorted(set(text))), 1)
+    ids = {vocab.token_bytes(i): i for i in range(vocab.size)}
+    checker = naive.compile(ca.Grammar(grammar), vocab).checker()
+    checker.update([ids[bytes([b])] for b in text.encode()])
+    assert checker.is_accepting()
+    parser = lark.Lark(grammar, parser="earley", lexer="dynamic_complete")
+    with pytest.raises(lark.exceptions.LarkError):  # (the difference the docs state)
+        parser.parse(text)
+
+
 def test_common_imports_and_a_real_json_document(naive):
     grammar = r"""
         ?start: value
