@@ -1537,12 +1537,13 @@ class Lowerer:
     def _array(self, s: dict, where: str) -> Expr:
         if "__none__" in str(s.get("type", "")):
             return NOTHING
-        items = s.get("items", True)
+        items = s.get("items")
         prefix = s.get("prefixItems", [])
         if isinstance(items, list):  # draft-04..2019-09 tuple form
-            prefix, items = items, s.get("additionalItems", True)
-        if "unevaluatedItems" in s and "items" not in s and "additionalItems" not in s:
-            items = s["unevaluatedItems"]  # (with items present, it is moot)
+            prefix, items = items, s.get("additionalItems")
+        if items is None:  # (additionalItems applies beside a tuple form only)
+            # the elements no keyword evaluates: unevaluatedItems's, if any
+            items = s.get("unevaluatedItems", True)
         lo, hi = count_keyword(s, "minItems", 0), count_keyword(s, "maxItems")
         if s.get("uniqueItems") and (hi is None or hi > 1):
             raise _unsupported("uniqueItems", where, "distinct elements are not expressible")

@@ -962,6 +962,38 @@ def test_a_keyword_of_another_draft_is_refused_by_name(meta, body, keyword):
         assert jsonschema.Draft4Validator(schema).is_valid(2)  # (what applying it got wrong)
 
 
+DRAFT_2019 = "https://json-schema.org/draft/2019-09/schema"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        # (2019-09's tuple form of items: the elements past it are unevaluated)
+        {"$schema": DRAFT_2019, "items": [{"type": "string"}], "unevaluatedItems": False},
+        # (additionalItems applies beside a tuple form only: ignored here)
+        {"$schema": DRAFT_2019, "additionalItems": {"type": "number"},
+         "unevaluatedItems": {"type": "string"}},
+        {"additionalItems": False, "unevaluatedItems": {"type": "string"}},
+        # (where something evaluates every element, unevaluatedItems is moot)
+        {"$schema": DRAFT_2019, "items": [{"type": "string"}], "additionalItems": True,
+         "unevaluatedItems": False},
+        {"$schema": DRAFT_2019, "items": {"type": "string"}, "unevaluatedItems": False},
+        {"prefixItems": [{"type": "string"}], "unevaluatedItems": {"type": "number"}},
+    ],
+)  # fmt: skip
+def test_unevaluated_items_are_those_no_items_keyword_evaluates(schema):
+    """``unevaluatedItems`` applies to the elements past ``prefixItems`` or
+    a tuple form of ``items`` where no ``additionalItems`` takes them, and
+    to every element where neither evaluates any: it was dropped beside a
+    tuple form of ``items`` and beside an ``additionalItems`` that applies
+    to nothing, so ``["foo", "bar"]`` passed the first schema (found by
+    the JSON Schema Test Suite's 2019-09 cases, which ``jsonschema``'s
+    source distribution carries)."""
+    judged_by_the_validator(
+        schema, [[], ["foo"], ["foo", "bar"], ["foo", 1], [1], [1, 2], ["a", "b", 3]]
+    )
+
+
 def test_keywords_of_the_draft_and_those_ignored_alike_still_lower():
     """``minContains`` is 2019-09's (the validator reads it inside
     ``contains``), ``const`` draft 6's; ``additionalItems`` in 2020-12 is
