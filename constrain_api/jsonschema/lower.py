@@ -1186,6 +1186,8 @@ class Lowerer:
         if neg is False:
             return s
         keys = set(k for k in neg if can_reject({k: neg[k]}))
+        if not keys:  # (annotations and unknown keywords only: neg takes every value)
+            return False
         if keys == {"not"}:  # not not X: X, applied as an allOf member is
             s["__allOf__"] = [*s.get("__allOf__", []), neg["not"]]
             return s

@@ -112,6 +112,8 @@ def schema_strategies(
         st.just({"additionalProperties": False}),
         st.just(True),
         st.just(False),
+        # (annotations and an unknown keyword: every value, as true is)
+        st.just({"description": "any", "x-schemas": [{"type": "null"}]}),
         # bounds at fractions, multiples within bounds, what the object keywords
         # evaluate, distinct items, names by pattern, counted contains
         st.builds(lambda k, v: {k: v}, st.sampled_from(["minimum", "maximum", "exclusiveMinimum",

@@ -994,6 +994,40 @@ def test_unevaluated_items_are_those_no_items_keyword_evaluates(schema):
     )
 
 
+ANNOTATED = {"title": "t", "x-schemas": [{"type": "null"}]}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"anyOf": [{"not": ANNOTATED}, {"type": "null"}]},
+        {"properties": {"a": {"not": {"examples": [1]}}}},
+        {"oneOf": [{"not": {"description": "d"}}, {"type": "string"}]},
+        {"$defs": {"x": ANNOTATED}, "anyOf": [{"not": {"$ref": "#/$defs/x"}}, {"enum": [1]}]},
+        # (the JSON Schema Test Suite's optional unknownKeyword case: an
+        # $id inside an unknown keyword is no identifier)
+        {
+            "$defs": {
+                "unknown": {"not": {"array_of_schemas": [{"$id": "https://h/x.json",
+                                                          "type": "null"}]}},
+                "real": {"$id": "https://h/x.json", "type": "string"},
+            },
+            "anyOf": [{"$ref": "#/$defs/unknown"}, {"$ref": "https://h/x.json"}],
+        },
+    ],
+)  # fmt: skip
+def test_not_of_annotations_admits_no_value(schema):
+    """A ``not`` of a schema with annotations or unknown keywords only (which
+    takes every value, as ``{}`` does) admits none: only ``{}`` itself was
+    read so, the others were dropped, so ``{"not": {"description": "x"}}``
+    took every value (found by the JSON Schema Test Suite's optional cases,
+    from ``jsonschema``'s source distribution)."""
+    judged_by_the_validator(schema, [None, 1, 1.5, "a", [], {}, {"a": 1}, {"a": None}, True])
+    for alone in ({"not": ANNOTATED}, {"type": "integer", "not": {"title": "t"}}):
+        with pytest.raises(ConstraintError, match="no JSON value satisfies"):
+            lower_json_schema_ir(JsonSchema(alone))
+
+
 def test_keywords_of_the_draft_and_those_ignored_alike_still_lower():
     """``minContains`` is 2019-09's (the validator reads it inside
     ``contains``), ``const`` draft 6's; ``additionalItems`` in 2020-12 is
