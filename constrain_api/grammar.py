@@ -11,12 +11,13 @@ The *language* of a grammar, for every backend here, is the set of byte
 strings obtained by deriving a sentence of terminals from ``start`` and
 replacing each terminal by one of its strings, with any number of
 ``%ignore``d terminals before, between and after them — what lark's Earley
-parser with ``lexer="dynamic_complete"`` accepts, but for one lexer policy
-of lark's: its parser skips only an ignored terminal's longest match at a
-position, so where a shorter one would let the next terminal start (``//a``
-as the comment ``//`` then ``"a"``, beside an ignored line comment; a tab
-then ``SP: " "`` beside ``%ignore WS``) lark refuses a text this language
-has (docs/architecture.md). A terminal's strings are
+parser with ``lexer="dynamic_complete"`` accepts, but for two lexer
+policies of lark's, where lark refuses a text this language has
+(docs/architecture.md): at a position its parser reads a terminal as the
+match Python's ``re`` finds there or a prefix of it (an alternation's
+first option that matches: ``/a|ab/`` reads ``ab`` as ``a`` only), and
+skips only an ignored terminal's longest match (``//a`` is one ignored
+line comment there, the comment ``//`` then ``"a"`` here). A terminal's strings are
 its regex's full matches, except for a regex whose quantifiers are all lazy
 (``/.*?/``, ``ESCAPED_STRING``, C comments): a lexer takes the shortest match
 of those, so the terminal's strings are the shortest ones (no proper prefix

@@ -602,6 +602,7 @@ class Lowerer:
         a, b = self._evaluated_here(a, where), self._evaluated_here(b, where)
         if a is False or b is False:
             return False
+        a, b = _numeric_bounds(a, b)
         out = dict(a)
         conditional = ("if", "then", "else")
         if any(k in a for k in conditional) and any(k in b for k in conditional):
@@ -2201,6 +2202,35 @@ def _union_branches(s: dict) -> list:
     """The branches of ``s``'s ``anyOf`` (else its ``oneOf``)."""
     branches = s.get("anyOf", s.get("oneOf", []))
     return branches if isinstance(branches, list) else []
+
+
+#: Draft 4's bounds: each with the flag that makes it exclusive.
+_FLAGS = {"minimum": "exclusiveMinimum", "maximum": "exclusiveMaximum"}
+
+
+def _numeric_bounds(a: dict, b: dict) -> tuple[dict, dict]:
+    """``a`` and ``b`` with draft 4's flagged bounds as numbers (``minimum:
+    v`` with ``exclusiveMinimum: true`` as ``exclusiveMinimum: v``, a false
+    flag dropped) where both bound the same side: merged keyword by
+    keyword, ``{"minimum": 1}`` and ``{"minimum": 0.5, "exclusiveMinimum":
+    true}`` made the flag the larger bound's. Otherwise as they are. (The
+    lowering reads both forms; a validator of draft 4 gets numbers back as
+    flags: ``_flagged_bounds``.)"""
+
+    def numeric(s: dict) -> dict:
+        out = dict(s)
+        for bound, flag in _FLAGS.items():
+            if isinstance(out.get(flag), bool):
+                value = out.pop(flag)
+                if value and bound in out:
+                    out[flag] = out.pop(bound)
+        return out
+
+    for bound, flag in _FLAGS.items():
+        sides = [s for s in (a, b) if bound in s or flag in s]
+        if len(sides) == 2 and any(isinstance(s.get(flag), bool) for s in sides):
+            a, b = numeric(a), numeric(b)
+    return a, b
 
 
 def _flagged_bounds(node: Any) -> Any:

@@ -1065,6 +1065,27 @@ def test_draft_4_s_exclusive_flags_are_its_keywords():
 @pytest.mark.parametrize(
     "body",
     [
+        {"allOf": [{"minimum": 1.0}, {"minimum": 0.5, "exclusiveMinimum": True}]},
+        {"allOf": [{"minimum": 1, "exclusiveMinimum": True}, {"minimum": 1}]},
+        {"allOf": [{"minimum": 1, "exclusiveMinimum": False},
+                   {"minimum": 0.5, "exclusiveMinimum": True}]},
+        {"allOf": [{"maximum": 2}, {"maximum": 3, "exclusiveMaximum": True},
+                   {"minimum": 0.5, "exclusiveMinimum": True}]},
+        {"minimum": 1, "allOf": [{"maximum": 2, "exclusiveMaximum": True}]},
+    ],
+)  # fmt: skip
+def test_draft_4_s_flagged_bounds_merge_with_their_own_bound(body):
+    """An ``allOf`` merges keyword by keyword: ``{"minimum": 1}`` and
+    ``{"minimum": 0.5, "exclusiveMinimum": true}`` became ``minimum: 1``
+    with the other's flag, so ``1`` was refused (found by an unseeded run
+    of test_differential's draft-4 schemas). Such bounds are merged as
+    numbers now."""
+    judged_by_the_validator({"$schema": DRAFT_4, **body}, [0, 0.5, 0.7, 1, 1.5, 2, 3, None])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
         {"oneOf": [{"enum": [0]}, {"anyOf": [{"enum": [0]}, {"type": "null"}]}]},
         {"oneOf": [{"enum": [0, 2]}, {"anyOf": [{"enum": [2, 3]}, {"type": "boolean"}]}]},
         {"oneOf": [{"enum": [1, 4]}, {"anyOf": [{"minimum": 2, "maximum": 5}, {"type": "null"}]}]},

@@ -136,14 +136,18 @@ def test_ignore_is_honoured(naive):
     [
         ('start: "a"\n%ignore /\\/\\/[^\\n]*/', "//a"),
         ('start: SP\nSP: " "\n%import common.WS\n%ignore WS', "\t "),
+        ("start: RX\nRX: /a|ab/", "ab"),
+        ('start: RX "c"\nRX: /a|ab/', "abc"),
     ],
 )
-def test_an_ignored_terminal_takes_any_of_its_matches(naive, grammar, text):
-    """The language skips any match of an ``%ignore``d terminal, where
-    lark's Earley parser skips only its longest one at a position (a lexer
-    policy, docs/architecture.md): ``//a`` is the comment ``//`` then
-    ``a`` here, a comment alone for lark; a tab then the terminal ``SP``,
-    where lark's whitespace takes both characters."""
+def test_the_language_has_what_lark_s_lexer_policies_leave_out(naive, grammar, text):
+    """The language reads a terminal as any of its regex's full matches
+    and skips any match of an ``%ignore``d one; lark's Earley parser reads
+    only the match Python's ``re`` finds at a position and its prefixes
+    (``/a|ab/`` on ``ab``: ``a``), and skips an ignored terminal's longest
+    match only (lexer policies, docs/architecture.md): ``//a`` is the
+    comment ``//`` then ``a`` here, one comment for lark; a tab then the
+    terminal ``SP``, where lark's whitespace takes both characters."""
     vocab = make_vocab("".join(sorted(set(text))), 1)
     ids = {vocab.token_bytes(i): i for i in range(vocab.size)}
     checker = naive.compile(ca.Grammar(grammar), vocab).checker()
