@@ -25,6 +25,7 @@ from .keywords import (
     annotation_keywords,
     can_reject,
     count_keyword,
+    members_declared,
 )
 from .refs import SCHEMA_KEYWORDS
 from .values import (
@@ -669,12 +670,6 @@ def _ways_to_fail(
 _MAX_ABSENT_CHOICES = 64
 
 
-def members_declared(s: dict) -> list[str]:
-    """The names ``s`` declares or requires, in that order."""
-    properties, required = s.get("properties", {}), s.get("required", [])
-    return [*(properties if isinstance(properties, dict) else ()), *required]
-
-
 __all__ = [
     "ANY_SHAPE",
     "Shape",
@@ -686,7 +681,6 @@ __all__ = [
     "exclusive_required",
     "failures",
     "in_one_order",
-    "members_declared",
     "object_shapes",
     "role_on_type",
     "tag_cases",

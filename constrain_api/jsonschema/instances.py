@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 
 from ..errors import ConstraintError, UnsupportedConstraint
-from .keywords import members_named
+from .keywords import members_declared, members_named
 from .refs import index_schema
 from .values import is_valid
 
@@ -73,9 +73,7 @@ def _others_named(index, schema, pointer, instance, depth) -> list[str]:
                 names.append(n)
 
     def members(part: Any) -> list:
-        if not isinstance(part, dict):
-            return []
-        return [*part.get("properties", {}), *part.get("required", [])]
+        return members_declared(part) if isinstance(part, dict) else []
 
     for key in ("dependencies", "dependentRequired", "dependentSchemas"):
         entries = schema.get(key)

@@ -35,6 +35,11 @@ TYPES = ("null", "boolean", "object", "array", "string", "number")
 DEPENDENCIES = ("dependencies", "dependentRequired", "dependentSchemas")
 
 
+#: Draft 4's bounds, each with the boolean flag that makes it exclusive
+#: (from draft 6 on, ``exclusiveMinimum``/``exclusiveMaximum`` are the bounds).
+EXCLUSIVE_FLAGS = {"minimum": "exclusiveMinimum", "maximum": "exclusiveMaximum"}
+
+
 def keywords_of(draft: Any) -> frozenset[str]:
     """The keywords a ``jsonschema`` validator class's draft defines (its
     ``minContains``/``maxContains`` are read inside ``contains``; draft 4's
@@ -42,7 +47,7 @@ def keywords_of(draft: Any) -> frozenset[str]:
     ``maximum``)."""
     extra = {"minContains", "maxContains"} if "unevaluatedItems" in draft.VALIDATORS else set()
     if "exclusiveMinimum" not in draft.VALIDATORS and "minimum" in draft.VALIDATORS:
-        extra |= {"exclusiveMinimum", "exclusiveMaximum"}
+        extra |= set(EXCLUSIVE_FLAGS.values())
     return frozenset(draft.VALIDATORS) | extra
 
 
@@ -77,6 +82,12 @@ def annotation_keywords(s: dict) -> set[str]:
 def can_reject(s: dict) -> bool:
     """Whether any keyword of ``s`` can reject a value."""
     return any(k in _HANDLED or k in REFUSED or k.startswith("__") for k in s)
+
+
+def members_declared(s: dict) -> list[str]:
+    """The names ``s`` declares or requires, in that order."""
+    properties, required = s.get("properties", {}), s.get("required", [])
+    return [*(properties if isinstance(properties, dict) else ()), *required]
 
 
 #: Applicators whose branches :func:`members_named` reads (the members they
@@ -137,6 +148,7 @@ __all__ = [
     "APPLICATORS",
     "DEPENDENCIES",
     "DRAFT_KEYWORDS",
+    "EXCLUSIVE_FLAGS",
     "KEYWORDS_OF_TYPE",
     "REFUSED",
     "TYPES",
@@ -144,4 +156,6 @@ __all__ = [
     "can_reject",
     "count_keyword",
     "keywords_of",
+    "members_declared",
+    "members_named",
 ]

@@ -59,7 +59,6 @@ from .exclusive import (
     exclusive_required,
     failures,
     in_one_order,
-    members_declared,
     object_shapes,
     role_on_type,
     tag_cases,
@@ -83,6 +82,7 @@ from .keywords import (
     APPLICATORS,
     DEPENDENCIES,
     DRAFT_KEYWORDS,
+    EXCLUSIVE_FLAGS,
     KEYWORDS_OF_TYPE,
     REFUSED,
     TYPES,
@@ -90,6 +90,7 @@ from .keywords import (
     can_reject,
     count_keyword,
     keywords_of,
+    members_declared,
     members_named,
 )
 from .refs import (
@@ -2204,10 +2205,6 @@ def _union_branches(s: dict) -> list:
     return branches if isinstance(branches, list) else []
 
 
-#: Draft 4's bounds: each with the flag that makes it exclusive.
-_FLAGS = {"minimum": "exclusiveMinimum", "maximum": "exclusiveMaximum"}
-
-
 def _numeric_bounds(a: dict, b: dict) -> tuple[dict, dict]:
     """``a`` and ``b`` with draft 4's flagged bounds as numbers (``minimum:
     v`` with ``exclusiveMinimum: true`` as ``exclusiveMinimum: v``, a false
@@ -2219,18 +2216,21 @@ def _numeric_bounds(a: dict, b: dict) -> tuple[dict, dict]:
 
     def numeric(s: dict) -> dict:
         out = dict(s)
-        for bound, flag in _FLAGS.items():
+        for bound, flag in EXCLUSIVE_FLAGS.items():
             if isinstance(out.get(flag), bool):
                 value = out.pop(flag)
                 if value and bound in out:
                     out[flag] = out.pop(bound)
         return out
 
-    for bound, flag in _FLAGS.items():
+    for bound, flag in EXCLUSIVE_FLAGS.items():
         sides = [s for s in (a, b) if bound in s or flag in s]
         if len(sides) == 2 and any(isinstance(s.get(flag), bool) for s in sides):
             a, b = numeric(a), numeric(b)
     return a, b
+
+
+_BOUND_OF_FLAG = {flag: bound for bound, flag in EXCLUSIVE_FLAGS.items()}
 
 
 def _flagged_bounds(node: Any) -> Any:
@@ -2248,7 +2248,7 @@ def _flagged_bounds(node: Any) -> Any:
     out: dict = {}
     flagged = []
     for key, value in node.items():
-        bound = {"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}.get(key)
+        bound = _BOUND_OF_FLAG.get(key)
         if bound and isinstance(value, int | float) and not isinstance(value, bool):
             flagged.append({bound: value, key: True})
         elif key in ("enum", "const", "default", "examples"):
