@@ -30,6 +30,7 @@ of the language; a backend whose parser depends on them says so in its
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from .automata import (
     LazyDFA,
     Node,
     TermTable,
+    has_lookaround,
     parse_regex,
     quantifier_modes,
     regex_automaton,
@@ -55,8 +57,11 @@ class Terminal:
     """A terminal: its ``name``, its Python ``pattern`` (inline flags included),
     for string literals the ``literal`` text (``None`` for regexes), and
     ``shortest``: only the shortest matches count (an all-lazy regex).
-    ``node``: the AST of ``pattern`` when its maker has it (the JSON-schema
-    lowering composes it from its pieces), so it is not parsed again."""
+    ``node``: an AST of ``pattern``'s strings when its maker has it (the
+    JSON-schema lowering composes it from its pieces), so it is not parsed
+    again; it may hold an intersection where the text spells the same strings
+    as a union (a length-bounded pattern: automata build the intersection's
+    product faster), which :meth:`regex_ast` leaves out."""
 
     name: str
     pattern: str
@@ -67,6 +72,16 @@ class Terminal:
     def ast(self) -> Node:
         """The AST of ``pattern``: ``node``, or ``parse_regex``'s."""
         return self.node if self.node is not None else parse_regex(self.pattern)
+
+    def regex_ast(self) -> Node:
+        """An AST with no intersection where ``pattern`` spells one (for
+        printers of regex syntax): :meth:`ast`, or ``pattern`` parsed where
+        ``node`` holds an intersection the text spells otherwise."""
+        node = self.ast()
+        if self.node is not None and has_lookaround(node):
+            with contextlib.suppress(ConstraintError):  # (an opaque piece: no regex text)
+                return parse_regex(self.pattern)
+        return node
 
     def dfa(self, *, max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
         """The terminal's strings as a byte DFA."""

@@ -513,6 +513,38 @@ SCHEMA_CONSTRUCT_CASES: tuple[Case, ...] = (
             '{"day":"2024-01-01","ref":"a:"}',
         ),
     ),
+    Case(  # a pattern searched for in a string of 8 to 32 characters: the
+        # bound splits the length around the match, one option per split,
+        # whose automaton passes 100,000 states; the lowering gives the
+        # automata forms the intersection (text engines get the text)
+        "length-bounded-search-schema",
+        "json_schema",
+        ca.JsonSchema(
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "password": {
+                        "type": "string",
+                        "pattern": "[0-9]",
+                        "minLength": 8,
+                        "maxLength": 32,
+                    },
+                },
+                "required": ["name"],
+            }
+        ),
+        (
+            '{"name":"a","password":"abcdefg1"}',
+            '{"name":"","password":"1bcdefghijklmnopqrstuvwxyzabcdef"}',
+            '{"name":"b"}',
+        ),
+        (
+            '{"name":"a","password":"abcdefgh"}',
+            '{"name":"a","password":"abcde12"}',
+            '{"name":"a","password":"1bcdefghijklmnopqrstuvwxyzabcdefg"}',
+        ),
+    ),
     Case(  # lookaheads in patterns (the lowering: a difference and an
         # intersection of automata, no regex text: text engines refuse it)
         "lookahead-pattern-schema",

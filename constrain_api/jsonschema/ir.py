@@ -30,6 +30,7 @@ from ..automata import (
     Repeat,
     Seq,
     alt,
+    has_lookaround,
     nullable,
     parse_regex,
     repeat,
@@ -551,6 +552,8 @@ def _nonempty_piece(rx: Rx) -> Rx | None:
             piece = None
         elif has_opaque(rx.text):  # (an intersection or difference: no text to print)
             piece = opaque(node)
+        elif has_lookaround(node):  # (text beside an AST that has none: print the text's)
+            piece = Rx(to_regex(_nonempty(parse_regex(rx.text))), node=node)
         else:
             piece = Rx(to_regex(node), node=node)
         known = _NONEMPTY.put(rx.text, (piece,))

@@ -1487,15 +1487,16 @@ class Lowerer:
         if len(patterns) + (fmt is not None) == 1:
             try:
                 if fmt is None:
-                    text = strings.pattern_regex(
+                    text, node = strings.pattern_piece(
                         patterns[0], min_length=lo, max_length=hi, where=where
                     )
                 elif lo or hi is not None:
-                    node = formats.format_node(fmt)
-                    text = strings.length_restricted(node, lo, hi, what=f"format {fmt!r}")
+                    text, node = strings.restricted_piece(
+                        formats.format_node(fmt), lo, hi, what=f"format {fmt!r}"
+                    )
                 else:
                     return _format_piece(fmt)
-                return Rx(text)
+                return Rx(text, node=node)  # (node: what automata build, where cheaper)
             except CompileLimitExceeded as e:
                 if e.limit != "regex_size" or is_budget_error(e):
                     raise

@@ -137,9 +137,11 @@ __all__ = [
     "encode_node",
     "length_restricted",
     "pattern_node",
+    "pattern_piece",
     "pattern_regex",
     "quote",
     "quoted_node",
+    "restricted_piece",
     "string_not_in",
     "string_not_in_piece",
     "string_regex",
@@ -742,6 +744,9 @@ class _Restrictor:
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self._memo: dict[tuple, tuple[Node, int]] = {}
+        #: Whether a cut split the length between variable-width items
+        #: (several items or counts, one option per split).
+        self.split = False
 
     def spend(self, units: int = 1) -> None:
         self.budget -= units
@@ -800,6 +805,7 @@ class _Restrictor:
         end = last if hi is not None else (top - 1 if last is None else min(last, top - 1))
         counts = range(a, end + 1)
         self.spend(len(counts))  # (all at once: a cut past the budget stops sooner)
+        self.split = True
         options = [self.cut(seq(*([item] * k)), lo, hi) for k in counts]
         if hi is None and (b is None or top <= b):
             options.append(repeat(item, max(a, top), b))
@@ -841,6 +847,7 @@ class _Restrictor:
             last = top - 1
         head_lengths = range(vlo, last + 1)
         self.spend(len(head_lengths))
+        self.split = True
         for k in head_lengths:
             hk = self.cut(head, k, k)
             if is_void(hk):
@@ -855,6 +862,12 @@ class _Restrictor:
         if not options:
             return _VOID
         return seq(*parts[:i], _alt_nonvoid(options))
+
+
+#: The longest bound :func:`restricted_piece` gives an intersection for: its
+#: automaton counts every character up to the bound (``any{0,32767}`` is
+#: past the NFA's limit), where the text's cut may well be small.
+_INTERSECTED_LENGTHS = 1024
 
 
 class _TooBig(Exception):
@@ -1589,6 +1602,21 @@ def pattern_regex(
     """Quoted canonical strings whose decoded content contains a match of the ECMA-262
     ``pattern`` (JSON Schema's unanchored search) and has ``min_length`` to
     ``max_length`` characters. See the module docstring for the dialect."""
+    return pattern_piece(
+        pattern, min_length=min_length, max_length=max_length, where=where, max_size=max_size
+    )[0]
+
+
+def pattern_piece(
+    pattern: str,
+    *,
+    min_length: int = 0,
+    max_length: int | None = None,
+    where: str = "",
+    max_size: int = 20000,
+) -> tuple[str, Node | None]:
+    """:func:`pattern_regex`'s text, and the AST automata should build for it
+    where the text's is costly (:func:`restricted_piece`)."""
     _check_counts(min_length, max_length, where)
     node = pattern_node(pattern, where=where)
     if has_lookaround(node):
@@ -1599,7 +1627,7 @@ def pattern_regex(
             f"pattern {pattern!r} has a lookaround: an intersection or difference of "
             "languages, with no regex text (pattern_node's AST holds it)",
         )
-    return length_restricted(
+    return restricted_piece(
         node, min_length, max_length, what=f"pattern {pattern!r}", max_size=max_size
     )
 
@@ -1623,12 +1651,32 @@ def length_restricted(
     """Quoted canonical strings whose decoded content is in ``node``'s language
     and has ``min_length`` to ``max_length`` characters (``what`` names the
     source in errors: ``"pattern '...'"``, ``"format 'email'"``)."""
+    return restricted_piece(node, min_length, max_length, what=what, max_size=max_size)[0]
+
+
+def restricted_piece(
+    node: Node,
+    min_length: int = 0,
+    max_length: int | None = None,
+    *,
+    what: str = "pattern",
+    max_size: int = 20000,
+) -> tuple[str, Node | None]:
+    """:func:`length_restricted`'s text, and :func:`quoted_node`'s AST of the
+    same language where the bound splits the length between variable-width
+    items (``Σ*[A-Z]Σ*`` in 8 to 64 characters: one option per split, whose
+    automaton the subset construction builds from exponentially many sets of
+    options, past 100,000 states, where the intersection's has 1,768) and
+    the bound counts up to ``_INTERSECTED_LENGTHS`` characters, else ``None``.
+    The text is for engines that read regexes; the AST for the automata
+    forms, which build the intersection's product."""
     if max_length is not None and max_length < min_length:
-        return NOTHING_TEXT
+        return NOTHING_TEXT, None
+    cut, intersection = node, None
     if min_length or max_length is not None:
         restrictor = _Restrictor(max(max_size // 8, 16))
         try:
-            node = restrictor.cut(node, min_length, max_length)
+            cut = restrictor.cut(node, min_length, max_length)
         except _NotExpressible:
             raise UnsupportedConstraint(
                 _BACKEND,
@@ -1644,7 +1692,10 @@ def length_restricted(
                 None,
                 f"{what} restricted to {min_length}..{max_length} characters",
             ) from None
+        counted = min_length if max_length is None else max_length
+        if restrictor.split and counted <= _INTERSECTED_LENGTHS:
+            intersection = quoted_node(node, min_length, max_length)
     try:
-        return _quoted(node, max_size, what)
+        return _quoted(cut, max_size, what), intersection
     except RecursionError:
         raise CompileLimitExceeded("nesting", 0, None, f"{what} is nested too deeply") from None

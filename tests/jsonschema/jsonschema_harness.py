@@ -12,12 +12,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from constrain_naive.earley import EarleyRecognizer
+from hypothesis import HealthCheck, settings
 
 from constrain_api import JsonSchema
 from constrain_api.automata import LazyDFA, Node
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
 from constrain_api.grammar import GrammarIR
 from constrain_api.jsonschema import instance_text, lower_json_schema_ir
+
+
+def same_examples(n: int):
+    """Hypothesis settings for ``n`` examples, the same ones every run (CI's)."""
+    return settings(
+        max_examples=n,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
 
 
 def recognizer(constraint: Node | GrammarIR):

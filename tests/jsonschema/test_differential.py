@@ -19,9 +19,9 @@ import itertools
 import json
 
 import jsonschema
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from jsonschema_harness import recognizer
+from jsonschema_harness import recognizer, same_examples
 
 from constrain_api import JsonSchema
 from constrain_api.errors import CompileLimitExceeded, ConstraintError, UnsupportedConstraint
@@ -268,23 +268,13 @@ def _language(schema):
         return None
 
 
-def _examples(n: int):
-    """Hypothesis settings for ``n`` examples, the same ones every run."""
-    return settings(
-        max_examples=n,
-        deadline=None,
-        derandomize=True,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
-
-
-@_examples(2000)
+@same_examples(2000)
 @given(schemas)
 def test_the_lowered_language_is_the_validator_s(schema):
     _judge(schema)
 
 
-@_examples(600)
+@same_examples(600)
 @given(referring)
 def test_the_lowered_language_is_the_validator_s_through_references(schema):
     """The same, with definitions referenced from anywhere, themselves
@@ -326,7 +316,7 @@ def _as_draft_7(s):
     return out
 
 
-@_examples(600)
+@same_examples(600)
 @given(st.one_of(schemas, referring))
 def test_the_lowered_language_is_the_validator_s_in_draft_7(schema):
     """The same in draft 7, whose references ignore the keywords beside
@@ -338,7 +328,7 @@ def test_the_lowered_language_is_the_validator_s_in_draft_7(schema):
     _judge(schema)
 
 
-@_examples(600)
+@same_examples(600)
 @given(wide_schemas)
 def test_the_lowered_language_is_the_validator_s_with_escaped_and_wide_characters(schema):
     """The same over member names, strings and patterns with characters a
@@ -389,7 +379,7 @@ def _as_draft_4(s):
     return out
 
 
-@_examples(600)
+@same_examples(600)
 @given(st.one_of(schemas, referring))
 def test_the_lowered_language_is_the_validator_s_in_draft_4(schema):
     """The same in draft 4, whose exclusive bounds are flags on ``minimum``/

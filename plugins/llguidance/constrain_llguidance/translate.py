@@ -129,7 +129,7 @@ def lark_text(ir: GrammarIR) -> str:
 def _terminal_regex(terminal: Any) -> str:
     if terminal.shortest:
         return dfa_to_regex(terminal.dfa())
-    return to_regex(terminal.ast())
+    return to_regex(terminal.regex_ast())
 
 
 def _slashed(pattern: str) -> str:

@@ -62,23 +62,41 @@ NOTHING = "[^\\U00000000-\\U0010FFFF]"
 DEFAULT_MAX_RULE_STATES = 4096
 
 
-def node_ebnf(node: Node) -> str:
-    """An EBNF expression with exactly the language of ``node``."""
-    if isinstance(node, Empty):
-        return '""'
-    if isinstance(node, Literal):
-        return '"' + "".join(_char(c) for c in node.text) + '"'
-    if isinstance(node, CharSet):
-        if not node.ranges:
-            return NOTHING
-        return "[" + "".join(_range(lo, hi) for lo, hi in node.ranges) + "]"
-    if isinstance(node, Seq):
-        return "(" + " ".join(node_ebnf(p) for p in node.parts) + ")" if node.parts else '""'
-    if isinstance(node, Alt):
-        return "(" + " | ".join(node_ebnf(o) for o in node.options) + ")"
-    if isinstance(node, Repeat):
-        return _repeat(node_ebnf(node.node), node.min, node.max)
-    raise UnsupportedConstraint(NAME, "lookaround", "no EBNF spelling for an intersection")
+def node_ebnf(
+    node: Node,
+    rules: list[str] | None = None,
+    name: str = "x",
+    max_states: int = DEFAULT_MAX_RULE_STATES,
+) -> str:
+    """An EBNF expression with exactly the language of ``node``. An
+    intersection or difference (a lookaround's, a length-bounded pattern's)
+    has no expression: with ``rules`` given, its minimal automaton (up to
+    ``max_states`` states, else ``CompileLimitExceeded``) is appended to them
+    as ``dfa_rules`` named ``name_iK`` and the expression names that rule;
+    without, it raises ``UnsupportedConstraint``."""
+
+    def ebnf(n: Node) -> str:
+        if isinstance(n, Empty):
+            return '""'
+        if isinstance(n, Literal):
+            return '"' + "".join(_char(c) for c in n.text) + '"'
+        if isinstance(n, CharSet):
+            if not n.ranges:
+                return NOTHING
+            return "[" + "".join(_range(lo, hi) for lo, hi in n.ranges) + "]"
+        if isinstance(n, Seq):
+            return "(" + " ".join(ebnf(p) for p in n.parts) + ")" if n.parts else '""'
+        if isinstance(n, Alt):
+            return "(" + " | ".join(ebnf(o) for o in n.options) + ")"
+        if isinstance(n, Repeat):
+            return _repeat(ebnf(n.node), n.min, n.max)
+        if rules is None:
+            raise UnsupportedConstraint(NAME, "lookaround", "no EBNF spelling for an intersection")
+        rule = f"{name}_i{len(rules)}"  # (rules only grow: a fresh name)
+        rules.extend(dfa_rules(ByteDFA.from_node(n, max_states=max_states).minimize(), rule))
+        return rule
+
+    return ebnf(node)
 
 
 def _repeat(item: str, lo: int, hi: int | None) -> str:
@@ -159,13 +177,16 @@ def automaton_rules(
 ) -> list[str]:
     """Rule ``name``: ``dfa_rules`` of the automaton ``dfa(max_states=...)``
     builds, or, when it has over ``max_states`` states (0: always), one
-    expression printed from the AST ``node()`` (the same language)."""
+    expression printed from the AST ``node()`` (the same language; an
+    intersection in it as the rules of its own automaton, up to
+    ``max_states`` states: with 0, refused)."""
     automaton = None
     if max_states > 0:
         with contextlib.suppress(CompileLimitExceeded):  # (too many states)
             automaton = dfa(max_states=max_states)
     if automaton is None:
-        return [f"{name} ::= {node_ebnf(node())}"]
+        parts: list[str] | None = [] if max_states > 0 else None  # (an intersection's rules)
+        return [f"{name} ::= {node_ebnf(node(), parts, name, max_states)}", *(parts or ())]
     return dfa_rules(automaton.minimize(), name)
 
 

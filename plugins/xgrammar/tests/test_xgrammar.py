@@ -212,6 +212,27 @@ def test_an_intersection_past_the_rule_bound_is_refused(xg, vocab, name):
         xg.compile(case.spec, vocab, max_rule_states=0)
 
 
+def test_an_intersection_in_an_expression_is_its_automaton_s_rules(xg, vocab, naive):
+    """Past ``max_rule_states`` the language is one expression, where an
+    intersection (a lookahead's; a length-bounded pattern's) has no EBNF
+    spelling: it is printed as the rules of its own automaton when that has
+    at most ``max_rule_states`` states (it was refused), and the masks are
+    the oracle's."""
+    spec = ca.Regex(r"[0-9]{1,40}-(?=a)[a-c]")
+    regex = ca.lower(spec)
+    assert regex.dfa().num_states > 20
+    rules = automaton_rules(regex.dfa, regex.regex_node, "root", 20)
+    assert rules[0].endswith(" root_i0)") and rules[1].startswith("root_i0 ::= ")
+    compiled = xg.compile(spec, vocab, max_rule_states=20)
+    oracle = naive.compile(spec, vocab)
+    for doc in ("123-a", "9-a"):
+        for path in (paths.natural(vocab, doc), paths.byte_by_byte(vocab, doc)):
+            result = checks.compare_masks(compiled, oracle, path)
+            assert result.exact, result.describe(vocab)
+    with pytest.raises(ca.UnsupportedConstraint, match="intersection"):
+        automaton_rules(regex.dfa, regex.regex_node, "root", 0)
+
+
 @pytest.mark.parametrize("max_rule_states", [0, 3, 4096])
 def test_rules_or_expression_give_the_same_masks(xg, vocab, naive, max_rule_states):
     """A regex and a grammar printed as rules per state, or past the bound
