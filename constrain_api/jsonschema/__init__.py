@@ -15,7 +15,8 @@ Modules: ``refs`` (``$ref`` resolution), ``lower`` (the schema walker),
 ``keywords`` (which keywords validate, which are refused, which draft has
 which), ``values`` (listed values and JSON types as schemas give them),
 ``exclusive`` (how ``oneOf`` branches are told apart, and the ways a value
-fails a schema), ``instances`` (instances as text),
+fails a schema), ``instances`` (instances as text), ``judging`` (the
+``jsonschema`` validator reading patterns and formats as the lowering does),
 ``ir`` (the expression language and its regex/Lark printers), ``strings``,
 ``numbers``, ``formats`` (the regexes of JSON strings, numbers and formats).
 """

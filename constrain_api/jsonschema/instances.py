@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 
 from ..errors import ConstraintError, UnsupportedConstraint
+from .judging import format_checker, judged_schema, validator_class
 from .keywords import members_declared, members_named
 from .refs import index_schema
 from .values import is_valid
@@ -154,11 +155,14 @@ def _collect(index, schema, pointer, instance, depth, own, choices) -> None:
 
 
 def _valid(index, schema, instance) -> bool:
+    """Whether ``instance`` is valid under ``schema`` (a part of the document),
+    its patterns and formats read as the lowering reads them (``judging``)."""
     try:
-        cls = jsonschema.validators.validator_for(
-            index.root, default=jsonschema.Draft202012Validator
+        cls = validator_class(
+            jsonschema.validators.validator_for(index.root, default=jsonschema.Draft202012Validator)
         )
-        return is_valid(cls(index.root).evolve(schema=schema), instance)
+        validator = cls(judged_schema(index.root), format_checker=format_checker())
+        return is_valid(validator.evolve(schema=judged_schema(schema)), instance)
     except Exception:  # an unresolvable reference, a validation that never ends: not this branch
         return False
 

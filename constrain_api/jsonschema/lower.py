@@ -78,6 +78,7 @@ from .ir import (
     separated,
     size,
 )
+from .judging import format_checker, judged_schema, validator_class
 from .keywords import (
     APPLICATORS,
     DEPENDENCIES,
@@ -1348,21 +1349,22 @@ class Lowerer:
         """A ``jsonschema`` validator of ``schema`` (a part of this document)
         for the document's draft; the registry of the document is made once.
         A validation that never ends raises ``RecursionError`` (``Judge``)."""
-        if self._validation is None:
-            root = _absolute_refs(self.root)
+        if self._validation is None:  # (patterns and formats as the lowering reads them)
+            root = _absolute_refs(judged_schema(self.root))
             resource = referencing.Resource.from_contents(
                 root, default_specification=referencing.jsonschema.DRAFT202012
             )
             registry = referencing.Registry().with_resource(ROOT_URI, resource)
-            cls = self.draft
-            checker = cls.FORMAT_CHECKER if self.options.format_assertion else None
+            cls = validator_class(self.draft)
+            checker = format_checker() if self.options.format_assertion else None
             self._validation = (cls, registry, checker)
         cls, registry, checker = self._validation
         if isinstance(schema, bool):  # (drafts before 6 have no boolean schemas)
             schema = {} if schema else {"not": {}}
         if "exclusiveMinimum" not in cls.VALIDATORS:  # (draft 4: flags of minimum/maximum)
             schema = _flagged_bounds(schema)
-        return Judge(cls(_absolute_refs(schema), registry=registry, format_checker=checker))
+        schema = _absolute_refs(judged_schema(schema))
+        return Judge(cls(schema, registry=registry, format_checker=checker))
 
     def _judged(self, schema: Any, values: list) -> list:
         """The ``values`` that ``schema`` (a part of this document) accepts,
@@ -1459,6 +1461,8 @@ class Lowerer:
             rest = {k: v for k, v in s.items() if k != "__not_string__"}
             return self._string_minus(rest, s["__not_string__"], where)
         lo, hi = count_keyword(s, "minLength", 0), count_keyword(s, "maxLength")
+        if hi is not None and hi < lo:  # (no string, whatever else the schema says)
+            return NOTHING
         fmt = s.get("format") if self.options.format_assertion else None
         if fmt in formats.UNSUPPORTED_FORMATS:
             raise _unsupported(f"format {fmt!r}", where, formats.UNSUPPORTED_FORMATS[fmt])

@@ -1635,6 +1635,8 @@ def pattern_piece(
 def quoted_node(node: Node, min_length: int = 0, max_length: int | None = None) -> Node:
     """The AST of :func:`length_restricted`'s language, the length bound an
     intersection (no regex text: for pieces whose text is too big)."""
+    if max_length is not None and max_length < min_length:
+        return _VOID
     if min_length or max_length is not None:
         node = Intersect(node, repeat(_ANY, min_length, max_length))
     return seq(_QUOTE, encode_node(node), _QUOTE)

@@ -2803,3 +2803,65 @@ def test_a_length_bounded_search_pattern_is_built_from_its_intersection(required
     assert not accepts(b'{"password":"' + b"9" * 33 + b'"}')
     text = lower_json_schema(spec)
     assert "(?P=" not in (text.pattern if isinstance(text, Regex) else text.text)
+
+
+UUID = "bb192a34-7a7f-41fd-87a4-97bcb1a0c6ff"
+
+
+@pytest.mark.parametrize(
+    "schema, values, kept",
+    [  # (values the validator judged with Python's re or jsonschema's formats: wrong)
+        ({"enum": ["é", "a"], "pattern": "^\\w$"}, ["é", "a"], ["a"]),  # \w: ASCII
+        ({"enum": ["٣", "3"], "pattern": "^\\d$"}, ["٣", "3"], ["3"]),  # \d: ASCII
+        ({"enum": ["a\n", "a"], "pattern": "^a$"}, ["a\n", "a"], ["a"]),  # $: the end only
+        ({"enum": ["a\u2028", "ab"], "pattern": "^a.$"}, ["a\u2028", "ab"], ["ab"]),
+        ({"enum": ["1", "a"], "pattern": "\\p{L}"}, ["1", "a"], ["a"]),  # (was refused)
+        ({"enum": ["x@", "a@b.c"], "format": "email"}, ["x@", "a@b.c"], ["a@b.c"]),
+        (
+            {"enum": [UUID[:14] + "_" + UUID[15:], UUID], "format": "uuid"},
+            [UUID[:14] + "_" + UUID[15:], UUID],
+            [UUID],
+        ),
+        (
+            {"enum": [{"é": 1}, {"a": 1}], "patternProperties": {"^\\w$": {"type": "string"}}},
+            [{"é": 1}, {"a": 1}],
+            [{"é": 1}],
+        ),
+        ({"oneOf": [{"enum": ["é", "b"]}, {"pattern": "^\\w$"}]}, ["é", "b", "c"], ["é", "c"]),
+        (
+            {"properties": {"é": {}, "a": {}}, "propertyNames": {"pattern": "^\\w$"}},
+            [{"é": 1}, {"a": 1}, {}],
+            [{"a": 1}, {}],
+        ),
+    ],
+)
+def test_values_are_judged_with_ecma_patterns_and_this_package_s_formats(schema, values, kept):
+    """The lowering asks the ``jsonschema`` validator which listed values
+    (declared names, union branches) the rest of a schema accepts; it read
+    ``pattern`` with Python's ``re`` and ``format`` with its own checkers,
+    where the language reads ECMA-262 and this package's formats, so values
+    were kept that the schema refuses (``"é"`` beside ``^\\w$``). The
+    judge now reads them as the lowering does (``judging``)."""
+    accepts = recognizer(lower_json_schema_ir(JsonSchema(schema)))
+    assert [v for v in values if accepts(instance_text(schema, v).encode())] == kept
+
+
+@pytest.mark.parametrize(
+    "strings",
+    [
+        {"pattern": "a", "format": "date"},
+        {"allOf": [{"pattern": "a"}, {"pattern": "b"}]},
+        {"pattern": "(?=a)"},
+        {"pattern": "a"},
+        {"format": "hostname"},
+    ],
+)
+def test_a_length_range_that_is_empty_leaves_no_string(strings):
+    """``minLength`` above ``maxLength`` admits no string, whatever else the
+    schema says of strings: beside a format and a pattern, two patterns or a
+    lookaround it raised a bare ``ValueError`` (an empty repetition bound)."""
+    schema = {"type": ["string", "null"], "minLength": 2, "maxLength": 1, **strings}
+    lowered = lower_json_schema_ir(JsonSchema(schema))
+    assert recognizer(lowered)(b"null") and not recognizer(lowered)(b'"ab"')
+    with pytest.raises(ConstraintError, match="no JSON value"):
+        lower_json_schema_ir(JsonSchema({**schema, "type": "string"}))
