@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import unicodedata
 
 import regress
 from hypothesis import given
@@ -188,6 +189,8 @@ def _agree(
     if not dfa.is_empty():
         samples += [s for s in (_walk(dfa, rng) for _ in range(20)) if s is not None]
     for s in samples:
+        if "\\p" in pattern.lower() and any(unicodedata.category(c) == "Cn" for c in s):
+            continue  # (unassigned in Python's Unicode, maybe assigned in the engine's)
         expected = engine.find(s) is not None and lo <= len(s) and (hi is None or len(s) <= hi)
         got = dfa.matches(json.dumps(s, ensure_ascii=False).encode())
         assert got == expected, (pattern, lo, hi, s)
