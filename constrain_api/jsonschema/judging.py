@@ -74,11 +74,21 @@ def judged_schema(node: Any) -> Any:
         if key in _VALUES:
             out[key] = value
         elif key == "patternProperties" and isinstance(value, dict):
-            out[key] = {python_pattern(p): judged_schema(sub) for p, sub in value.items()}
+            out[key] = _by_python_pattern(value)
         elif kind == "map" and isinstance(value, dict):  # (names, not keywords)
             out[key] = {name: judged_schema(sub) for name, sub in value.items()}
         else:
             out[key] = judged_schema(value)
+    return out
+
+
+def _by_python_pattern(subschemas: dict) -> dict:
+    """``patternProperties``' map by :func:`python_pattern`; patterns of one
+    spelling (the same strings) apply all their schemas (``allOf``)."""
+    out: dict = {}
+    for pattern, sub in subschemas.items():
+        key = python_pattern(pattern)
+        out[key] = {"allOf": [out[key], judged_schema(sub)]} if key in out else judged_schema(sub)
     return out
 
 

@@ -2865,3 +2865,20 @@ def test_a_length_range_that_is_empty_leaves_no_string(strings):
     assert recognizer(lowered)(b"null") and not recognizer(lowered)(b'"ab"')
     with pytest.raises(ConstraintError, match="no JSON value"):
         lower_json_schema_ir(JsonSchema({**schema, "type": "string"}))
+
+
+def test_pattern_properties_of_one_language_are_judged_together():
+    """Two ``patternProperties`` of the same strings (``^a`` and ``^(?:a)``)
+    are one Python regex for the judge: both schemas must apply to the names
+    they match, not the last one alone."""
+    from constrain_api.jsonschema.judging import judged_schema, python_pattern
+
+    schema = {"patternProperties": {"^a": {"type": "string"}, "^(?:a)": {"minLength": 2}}}
+    judged = judged_schema(schema)["patternProperties"]
+    assert list(judged) == [python_pattern("^a")]
+    assert judged[python_pattern("^a")] == {"allOf": [{"type": "string"}, {"minLength": 2}]}
+    listed = {**schema, "enum": [{"a": "x"}, {"a": "xy"}, {"a": 1}]}
+    accepts = recognizer(lower_json_schema_ir(JsonSchema(listed)))
+    assert [v for v in listed["enum"] if accepts(instance_text(listed, v).encode())] == [
+        {"a": "xy"}
+    ]
