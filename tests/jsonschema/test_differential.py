@@ -15,10 +15,12 @@ combinations nobody wrote down. ``derandomize``: CI runs the same examples.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 
 import jsonschema
+import regress
 from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema_harness import recognizer, same_examples
@@ -211,7 +213,7 @@ schemas, referring = schema_strategies(
 #: characters, a pattern's ``.`` over them).
 WIDE_NAMES = ["a", "é", 'q"', "\n", "😀"]
 WIDE_SCALARS = [None, True, 0, "", "a", "é", "😀", "\n", 'q"', "\\", "\u0000", "aé",
-                "😀😀", "\u007f", "\u2028"]  # fmt: skip
+                "😀😀", "\u007f", "\u2028", "٣", "\xa0"]  # fmt: skip
 WIDE_POOL = [
     *WIDE_SCALARS,
     {"é": 1},
@@ -232,7 +234,22 @@ WIDE_POOL = [
 wide_schemas, _ = schema_strategies(
     WIDE_NAMES,
     [*WIDE_SCALARS, {"é": 1}, ["😀"]],
-    ["a", "^a", "^$", "^.$", "é", "\\n", "^[^a]*$", "😀", "^.{2}$", "\\\\"],
+    [
+        "a",
+        "^a",
+        "^$",
+        "^.$",
+        "é",
+        "\\n",
+        "^[^a]*$",
+        "😀",
+        "^.{2}$",
+        "\\\\",
+        "^\\w+$",
+        "\\d",
+        "\\s",
+        "\\p{L}",
+    ],
     ["^a", "^.$", "é", "^[a-z]+$"],
     ["^a", "é", "^.$", "\\n"],
 )
@@ -399,23 +416,35 @@ def _ecma_pattern(pattern: str) -> str:
 
 
 def _ecma(s):
-    """``s`` with its patterns (``pattern``, ``patternProperties``' names)
-    as :func:`_ecma_pattern` writes them; listed values left as they are."""
+    """``s`` with its ``patternProperties``' names as :func:`_ecma_pattern`
+    writes them (``pattern`` itself goes to an ECMA-262 engine: ``_VALIDATORS``);
+    listed values left as they are."""
     if isinstance(s, list):
         return [_ecma(x) for x in s]
     if not isinstance(s, dict):
         return s
     out = {}
     for key, value in s.items():
-        if key == "pattern" and isinstance(value, str):
-            out[key] = _ecma_pattern(value)
-        elif key == "patternProperties" and isinstance(value, dict):
+        if key == "patternProperties" and isinstance(value, dict):
             out[key] = {_ecma_pattern(p): _ecma(v) for p, v in value.items()}
         elif key in ("enum", "const"):
             out[key] = value
         else:
             out[key] = _ecma(value)
     return out
+
+
+@functools.cache
+def _ecma_validator(draft: type) -> type:
+    """``draft``'s validator with ``pattern`` found by ``regress``, an
+    ECMA-262 engine (``u`` flag): Python's ``re`` takes Unicode letters for
+    ``\\w``, digits for ``\\d``, spaces for ``\\s``, and has no ``\\p{L}``."""
+
+    def pattern(validator, patrn, instance, schema):
+        if validator.is_type(instance, "string") and not regress.Regex(patrn, "u").find(instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    return jsonschema.validators.extend(draft, {"pattern": pattern})
 
 
 def _judge(schema, pool=POOL) -> None:
@@ -425,9 +454,8 @@ def _judge(schema, pool=POOL) -> None:
     accepts = _language(schema)
     if accepts is None:
         return
-    validator = jsonschema.validators.validator_for(
-        schema, default=jsonschema.Draft202012Validator
-    )(_ecma(schema))
+    draft = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator = _ecma_validator(draft)(_ecma(schema))
     for value in pool:
         texts = [instance_text(schema, value), *_spellings(value)]
         try:
