@@ -59,7 +59,8 @@ def _others_named(index, schema, pointer, instance, depth) -> list[str]:
     """The names ``schema`` names beyond its own members, in the order the
     lowering declares them after those: the members its dependency keywords
     name (each member, then what it requires), those its ``if``/``then``/
-    ``else`` declare or require, those the branches of its ``oneOf`` other
+    ``else`` declare or require, those the dependency keywords of the
+    conditional case the instance takes name, those the branches of its ``oneOf`` other
     than the one ``instance`` matches first do (in branch order), those its
     ``not`` does, then those its ``not``'s ``anyOf``/``oneOf`` branches do.
     Where the lowering does not declare them they are additional members,
@@ -76,14 +77,13 @@ def _others_named(index, schema, pointer, instance, depth) -> list[str]:
     def members(part: Any) -> list:
         return members_declared(part) if isinstance(part, dict) else []
 
-    for key in ("dependencies", "dependentRequired", "dependentSchemas"):
-        entries = schema.get(key)
-        for name, dep in entries.items() if isinstance(entries, dict) else ():
-            # (a dependent schema's branches name members too: the lowering
-            # declares them all, in this order)
-            add([name, *(dep if isinstance(dep, list) else members_named(dep))])
+    add(_dependency_members(schema))
     for key in ("if", "then", "else"):
         add(members(schema.get(key)))
+    if "if" in schema:  # (the case the instance takes declares its parts' dependencies)
+        taken = ("if", "then") if _valid(index, schema["if"], instance) else ("else",)
+        for key in taken:
+            add(_dependency_members(schema.get(key)))
     branches = schema.get("oneOf", [])
     chosen = next((i for i, b in enumerate(branches) if _valid(index, b, instance)), None)
     for i, branch in enumerate(branches):
@@ -99,6 +99,18 @@ def _others_named(index, schema, pointer, instance, depth) -> list[str]:
     if isinstance(neg, dict):
         add(_merged_members(index, neg, f"{pointer}/not", instance, depth))
         add(_union_members(index, neg, f"{pointer}/not", instance, depth))
+    return names
+
+
+def _dependency_members(schema: Any) -> list[str]:
+    """The members ``schema``'s dependency keywords name: each member, then
+    those it requires (a dependent schema's branches name members too: the
+    lowering declares them all, in this order)."""
+    names: list[str] = []
+    for key in ("dependencies", "dependentRequired", "dependentSchemas"):
+        entries = schema.get(key) if isinstance(schema, dict) else None
+        for name, dep in entries.items() if isinstance(entries, dict) else ():
+            names += [name, *(dep if isinstance(dep, list) else members_named(dep))]
     return names
 
 

@@ -2521,6 +2521,39 @@ def test_a_dependent_schema_whose_branches_name_the_members():
                         True, False, True, False, False]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    "schema, instances, valid",
+    [
+        (
+            {"if": {"pattern": "a"}, "then": {"dependentRequired": {"a": []}}},
+            [{'q"': None, "a": "é"}],
+            [True],
+        ),
+        (
+            {"if": {"type": "object"},
+             "then": {"properties": {"b": {}}, "dependentRequired": {"a": ["c"]}}},
+            [{"q": 1, "c": 2, "a": 3, "b": 4}, {"q": 1, "a": 3}],
+            [True, False],
+        ),
+        (
+            {"if": {"required": ["z"]}, "then": {"dependentRequired": {"a": []}},
+             "else": {"dependentRequired": {"b": ["c"]}}},
+            [{"q": 1, "a": 2, "z": 3}, {"q": 1, "c": 0, "b": 2}, {"q": 1, "b": 2}],
+            [True, True, False],
+        ),
+    ],
+)  # fmt: skip
+def test_instance_text_orders_the_members_a_conditional_case_s_dependencies_name(
+    schema, instances, valid
+):
+    """The case a conditional takes declares the members its parts'
+    dependency keywords name (after the conditional's own members), so
+    ``instance_text`` writes them there; it wrote them in the instance's
+    order, which the language refuses (found by an unseeded strict-order run
+    of the differential test)."""
+    assert judged_by_the_validator(schema, instances) == valid
+
+
 def test_instance_text_orders_the_members_a_dependent_schema_s_branches_name():
     """``instance_text`` puts the members a dependent schema's branches name
     where the lowering declares them (after the schema's own, in the order
