@@ -21,7 +21,7 @@ import jsonschema
 from ..errors import ConstraintError, UnsupportedConstraint
 from .judging import format_checker, judged_schema, validator_class
 from .keywords import members_declared, members_named
-from .refs import index_schema
+from .refs import SchemaIndex, index_schema
 from .values import is_valid
 
 __all__ = ["instance_text"]
@@ -36,26 +36,26 @@ def instance_text(schema: Any, instance: Any) -> str:
     ``allOf`` and the first matching ``anyOf``/``oneOf`` branch), then
     ``required``-only names, then the names a ``not`` and the ``oneOf``'s
     other branches name (in branch order), then the rest in instance order."""
-    index = index_schema(schema)
-    ordered = _order(index, schema, "", instance, 0)
+    doc = _Document(index_schema(schema))
+    ordered = _order(doc, schema, "", instance, 0)
     return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
 
 
-def _branches(index, schema, pointer, instance, depth) -> list[tuple[Any, str]]:
+def _branches(doc, schema, pointer, instance, depth) -> list[tuple[Any, str]]:
     """The (sub)schemas that apply to ``instance`` at this level, in the
     lowering's merge order: the schema, its ``$ref`` target and ``allOf``
     branches depth first, then the first valid branch of each
     ``anyOf``/``oneOf`` met on the way (the lowering distributes those last)."""
     own: list[tuple[Any, str]] = []
     choices: list[tuple[Any, str]] = []
-    _collect(index, schema, pointer, instance, depth, own, choices)
+    _collect(doc, schema, pointer, instance, depth, own, choices)
     out = list(own)
     for branch, where in choices:
-        out += _branches(index, branch, where, instance, depth + 1)
+        out += _branches(doc, branch, where, instance, depth + 1)
     return out
 
 
-def _others_named(index, schema, pointer, instance, depth) -> list[str]:
+def _others_named(doc, schema, pointer, instance, depth) -> list[str]:
     """The names ``schema`` names beyond its own members, in the order the
     lowering declares them after those: the members its dependency keywords
     name (each member, then what it requires), those its ``if``/``then``/
@@ -81,24 +81,24 @@ def _others_named(index, schema, pointer, instance, depth) -> list[str]:
     for key in ("if", "then", "else"):
         add(members(schema.get(key)))
     if "if" in schema:  # (the case the instance takes declares its parts' dependencies)
-        taken = ("if", "then") if _valid(index, schema["if"], instance) else ("else",)
+        taken = ("if", "then") if _valid(doc, schema["if"], instance) else ("else",)
         for key in taken:
             add(_dependency_members(schema.get(key)))
     branches = schema.get("oneOf", [])
-    chosen = next((i for i, b in enumerate(branches) if _valid(index, b, instance)), None)
+    chosen = next((i for i, b in enumerate(branches) if _valid(doc, b, instance)), None)
     for i, branch in enumerate(branches):
         if i == chosen:
             continue
         where = f"{pointer}/oneOf/{i}"
         own: list[tuple[Any, str]] = []
-        _collect(index, branch, where, instance, depth + 1, own, [])
+        _collect(doc, branch, where, instance, depth + 1, own, [])
         for s, _ in own:
             add(members(s))
-        add(_union_members(index, branch, where, instance, depth))
+        add(_union_members(doc, branch, where, instance, depth))
     neg = schema.get("not")
     if isinstance(neg, dict):
-        add(_merged_members(index, neg, f"{pointer}/not", instance, depth))
-        add(_union_members(index, neg, f"{pointer}/not", instance, depth))
+        add(_merged_members(doc, neg, f"{pointer}/not", instance, depth))
+        add(_union_members(doc, neg, f"{pointer}/not", instance, depth))
     return names
 
 
@@ -114,11 +114,11 @@ def _dependency_members(schema: Any) -> list[str]:
     return names
 
 
-def _merged_members(index, schema, pointer, instance, depth) -> list[str]:
+def _merged_members(doc, schema, pointer, instance, depth) -> list[str]:
     """The names ``schema`` declares, then those it requires, its ``$ref``
     and ``allOf`` merged in (the order of the lowering's merge)."""
     own: list[tuple[Any, str]] = []
-    _collect(index, schema, pointer, instance, depth + 1, own, [])
+    _collect(doc, schema, pointer, instance, depth + 1, own, [])
     parts = [s for s, _ in own if isinstance(s, dict)]
     return [
         *(n for s in parts for n in s.get("properties", {})),
@@ -126,7 +126,7 @@ def _merged_members(index, schema, pointer, instance, depth) -> list[str]:
     ]
 
 
-def _union_members(index, schema, pointer, instance, depth) -> list[str]:
+def _union_members(doc, schema, pointer, instance, depth) -> list[str]:
     """The names the branches of ``schema``'s ``anyOf`` (else ``oneOf``)
     declare and require, each merged, in branch order: what the lowering
     declares for the ways a value fails such a union."""
@@ -137,50 +137,71 @@ def _union_members(index, schema, pointer, instance, depth) -> list[str]:
     return [
         n
         for i, branch in enumerate(branches if isinstance(branches, list) else [])
-        for n in _merged_members(index, branch, f"{pointer}/{key}/{i}", instance, depth)
+        for n in _merged_members(doc, branch, f"{pointer}/{key}/{i}", instance, depth)
     ]
 
 
-def _collect(index, schema, pointer, instance, depth, own, choices) -> None:
+def _collect(doc, schema, pointer, instance, depth, own, choices) -> None:
     if not isinstance(schema, dict) or depth > 40:
         return
     if isinstance(schema.get("$ref"), str):
         try:
-            target = index.resolve(schema["$ref"], pointer)
-            _collect(index, index.at(target), target, instance, depth + 1, own, choices)
+            target = doc.resolve(schema["$ref"], pointer)
+            _collect(doc, doc.at(target), target, instance, depth + 1, own, choices)
         except (UnsupportedConstraint, ConstraintError):
             pass
-        if index.legacy_ref:
+        if doc.legacy_ref:
             return
     own.append((schema, pointer))
     for i, branch in enumerate(schema.get("allOf", [])):
-        _collect(index, branch, f"{pointer}/allOf/{i}", instance, depth + 1, own, choices)
+        _collect(doc, branch, f"{pointer}/allOf/{i}", instance, depth + 1, own, choices)
     neg = schema.get("not")
     if isinstance(neg, dict) and "not" in neg and not set(neg) - {"not", *_ANNOTATIONS}:
         # (not not X: the lowering applies X as it does an allOf member)
-        _collect(index, neg["not"], f"{pointer}/not/not", instance, depth + 1, own, choices)
+        _collect(doc, neg["not"], f"{pointer}/not/not", instance, depth + 1, own, choices)
     for key in ("anyOf", "oneOf"):
         for i, branch in enumerate(schema.get(key, [])):
-            if _valid(index, branch, instance):
+            if _valid(doc, branch, instance):
                 choices.append((branch, f"{pointer}/{key}/{i}"))
                 break
 
 
-def _valid(index, schema, instance) -> bool:
-    """Whether ``instance`` is valid under ``schema`` (a part of the document),
-    its patterns and formats read as the lowering reads them (``judging``)."""
+class _Document:
+    """The schema document ``instance_text`` orders by: its index (``refs``)
+    and, built once, a validator of it that reads patterns and formats as the
+    lowering reads them (``judging``)."""
+
+    def __init__(self, index: SchemaIndex) -> None:
+        self.index = index
+        self.legacy_ref = index.legacy_ref
+        self._validator: Any = None
+
+    def resolve(self, ref: str, pointer: str) -> str:
+        return self.index.resolve(ref, pointer)
+
+    def at(self, pointer: str) -> Any:
+        return self.index.at(pointer)
+
+    def validator(self) -> Any:
+        if self._validator is None:
+            root = self.index.root
+            cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+            self._validator = validator_class(cls)(
+                judged_schema(root), format_checker=format_checker()
+            )
+        return self._validator
+
+
+def _valid(doc: _Document, schema, instance) -> bool:
+    """Whether ``instance`` is valid under ``schema`` (a part of the document)."""
     try:
-        cls = validator_class(
-            jsonschema.validators.validator_for(index.root, default=jsonschema.Draft202012Validator)
-        )
-        validator = cls(judged_schema(index.root), format_checker=format_checker())
-        return is_valid(validator.evolve(schema=judged_schema(schema)), instance)
+        return is_valid(doc.validator().evolve(schema=judged_schema(schema)), instance)
     except Exception:  # an unresolvable reference, a validation that never ends: not this branch
         return False
 
 
-def _order(index, schema, pointer, instance, depth) -> Any:
-    levels = _branches(index, schema, pointer, instance, depth)
+def _order(doc, schema, pointer, instance, depth) -> Any:
+    levels = _branches(doc, schema, pointer, instance, depth)
     for s, _ in levels:  # an enum/const object fixes its own member order
         values = s.get("enum", []) + ([s["const"]] if "const" in s else [])
         for value in values:
@@ -194,7 +215,7 @@ def _order(index, schema, pointer, instance, depth) -> Any:
             required += [n for n in s.get("required", []) if n not in required]
         names += [n for n in required if n not in names]
         for s, p in levels:
-            others = _others_named(index, s, p, instance, depth)
+            others = _others_named(doc, s, p, instance, depth)
             names += [n for n in others if n not in names]
         keys = [n for n in names if n in instance] + [k for k in instance if k not in names]
         out = {}
@@ -218,7 +239,7 @@ def _order(index, schema, pointer, instance, depth) -> Any:
                     if isinstance(s.get("additionalProperties"), dict)
                 ]
             sub, sp = subs[0] if subs else (True, pointer)
-            out[k] = _order(index, sub, sp, instance[k], depth + 1)
+            out[k] = _order(doc, sub, sp, instance[k], depth + 1)
         return out
     if isinstance(instance, list):
         out_list = []
@@ -234,7 +255,7 @@ def _order(index, schema, pointer, instance, depth) -> Any:
                 if isinstance(s.get("items"), dict):
                     sub, sp = s["items"], f"{p}/items"
                     break
-            out_list.append(_order(index, sub, sp, v, depth + 1))
+            out_list.append(_order(doc, sub, sp, v, depth + 1))
         return out_list
     return instance
 
